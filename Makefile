@@ -1,0 +1,33 @@
+# The two set-up commands of the README. Each one creates the project virtual environment
+# (.venv) on first use and re-installs only when setup.cfg changed, so both are idempotent
+# and work from a clean clone on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,fast,metrics]'
+	touch $(STAMP)
+
+## run: the main job (the endpoint controller on the embedded API server by default).
+run: $(STAMP)
+	$(BIN)/python -m controllers.endpoint $(ARGS)
+
+## test: linter, type checker and the whole test suite.
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check informers controllers tests benchmarks examples
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

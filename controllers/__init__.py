@@ -1,0 +1,1 @@
+"""The controllers bundled with kube-informers: one package per controller."""

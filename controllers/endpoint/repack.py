@@ -1,0 +1,348 @@
+"""Repacks Endpoints subsets into their canonical layout and compares subsets like Kubernetes.
+
+The Python counterpart of ``pkg/api/v1/endpoints/util.go`` (``RepackSubsets``, ``SortSubsets``,
+``LessEndpointAddress``) and of the endpoints controller's
+``endpointSubsetsEqualIgnoreResourceVersion``.
+
+Subsets are plain dicts in the API's JSON form (``{"addresses": [...], "notReadyAddresses":
+[...], "ports": [...]}``). Every function here returns them *normalized* the way Go's JSON
+encoder writes a ``v1.EndpointSubset``: unknown keys dropped, empty lists and empty
+``omitempty`` strings left out, ``nodeName`` and ``appProtocol`` present whenever they were set
+(even to ``""``, as Go's pointers are), and ``port`` always present.
+
+Ordering is reproduced exactly: addresses sort by IP bytes then target UID, and ports and
+subsets sort by the MD5 of the Go ``spew`` dump (``%#v`` with ``k8s.io/utils/dump.ForHash``'s
+settings) of the Go struct, which this module builds byte for byte. So the subsets written by
+our controller are in the very order kube-controller-manager writes them, and a takeover from
+it causes no rewrite.
+
+All functions are pure and thread-safe; inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeGuard
+
+__all__ = [
+    "address_sort_key",
+    "normalize_address",
+    "normalize_port",
+    "normalize_subset",
+    "repack_subsets",
+    "sort_subsets",
+    "subsets_equal_ignore_resource_version",
+]
+
+# ObjectReference fields in Go struct order with their JSON names and spew type names
+# (k8s.io/api core/v1 types.go ObjectReference).
+_REF_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("kind", "Kind", "string"),
+    ("namespace", "Namespace", "string"),
+    ("name", "Name", "string"),
+    ("uid", "UID", "types.UID"),
+    ("apiVersion", "APIVersion", "string"),
+    ("resourceVersion", "ResourceVersion", "string"),
+    ("fieldPath", "FieldPath", "string"),
+)
+
+# The port of the sentinel a port-less subset is filed under (util.go: "Don't discard endpoints
+# with no ports defined, use a sentinel"); ports <= 0 never make it into the output.
+_SENTINEL_PORT = -1
+
+
+def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # JSON decodes to dict; the ABC check is only the slow fallback for other mappings.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _text(value: Any) -> str:
+    """A string field as Go would hold it: absent/null -> ``""``."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _optional_text(value: Any) -> str | None:
+    """A ``*string`` field: absent/null -> ``None`` (nil), anything else -> the string."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _int(value: Any) -> int:
+    """An int32 field; anything that is not an integer counts as Go's zero value."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return value
+
+
+def _normalize_ref(ref: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not _is_map(ref):
+        return out
+    for json_name, _go, _type in _REF_FIELDS:
+        text = _text(ref.get(json_name))
+        if text:
+            out[json_name] = text
+    return out
+
+
+def normalize_address(address: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``v1.EndpointAddress`` dict exactly as Go's JSON encoder would write it."""
+    out: dict[str, Any] = {"ip": _text(address.get("ip"))}
+    hostname = _text(address.get("hostname"))
+    if hostname:
+        out["hostname"] = hostname
+    node_name = _optional_text(address.get("nodeName"))
+    if node_name is not None:
+        out["nodeName"] = node_name
+    ref = address.get("targetRef")
+    if ref is not None:
+        out["targetRef"] = _normalize_ref(ref)
+    return out
+
+
+def normalize_port(port: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``v1.EndpointPort`` dict exactly as Go's JSON encoder would write it."""
+    out: dict[str, Any] = {}
+    name = _text(port.get("name"))
+    if name:
+        out["name"] = name
+    out["port"] = _int(port.get("port"))
+    protocol = _text(port.get("protocol"))
+    if protocol:
+        out["protocol"] = protocol
+    app_protocol = _optional_text(port.get("appProtocol"))
+    if app_protocol is not None:
+        out["appProtocol"] = app_protocol
+    return out
+
+
+def _dicts(value: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if _is_map(item)]
+
+
+def normalize_subset(subset: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``v1.EndpointSubset`` dict as Go writes it (empty lists left out, order kept)."""
+    out: dict[str, Any] = {}
+    ready = [normalize_address(a) for a in _dicts(subset.get("addresses"))]
+    if ready:
+        out["addresses"] = ready
+    not_ready = [normalize_address(a) for a in _dicts(subset.get("notReadyAddresses"))]
+    if not_ready:
+        out["notReadyAddresses"] = not_ready
+    ports = [normalize_port(p) for p in _dicts(subset.get("ports"))]
+    if ports:
+        out["ports"] = ports
+    return out
+
+
+# -- ordering ---------------------------------------------------------------------------------
+
+
+def address_sort_key(address: Mapping[str, Any]) -> tuple[bytes, int, bytes]:
+    """Sort key of ``LessEndpointAddress``: IP bytes, then no-targetRef first, then UID bytes."""
+    ip = _text(address.get("ip")).encode()
+    ref = address.get("targetRef")
+    if ref is None:
+        return (ip, 0, b"")
+    uid = _text(ref.get("uid")) if _is_map(ref) else ""
+    return (ip, 1, uid.encode())
+
+
+def _address_identity(address: Mapping[str, Any]) -> tuple[str, str]:
+    """util.go ``addressKey``: (IP, targetRef UID or "")."""
+    ref = address.get("targetRef")
+    uid = _text(ref.get("uid")) if _is_map(ref) else ""
+    return (_text(address.get("ip")), uid)
+
+
+def _spew_address(address: Mapping[str, Any]) -> str:
+    """spew ``%#v`` of a ``v1.EndpointAddress`` inside a slice (no leading type)."""
+    node_name = address.get("nodeName")
+    node = "(*string)<nil>" if node_name is None else "(*string)" + node_name
+    ref = address.get("targetRef")
+    if ref is None:
+        target = "(*v1.ObjectReference)<nil>"
+    else:
+        fields = " ".join(
+            f"{go}:({type_name}){ref.get(json_name, '')}"
+            for json_name, go, type_name in _REF_FIELDS
+        )
+        target = "(*v1.ObjectReference){" + fields + "}"
+    return (
+        "{IP:(string)" + address.get("ip", "")
+        + " Hostname:(string)" + address.get("hostname", "")
+        + " NodeName:" + node + " TargetRef:" + target + "}"
+    )
+
+
+def _spew_port_fields(port: Mapping[str, Any]) -> str:
+    app = port.get("appProtocol")
+    app_text = "(*string)<nil>" if app is None else "(*string)" + app
+    return (
+        "{Name:(string)" + port.get("name", "")
+        + " Port:(int32)" + str(port.get("port", 0))
+        + " Protocol:(v1.Protocol)" + port.get("protocol", "")
+        + " AppProtocol:" + app_text + "}"
+    )
+
+
+def _spew_list(items: Sequence[str]) -> str:
+    # Repacked subsets hold nil slices where empty, which spew prints as <nil>.
+    return "[" + " ".join(items) + "]" if items else "<nil>"
+
+
+def _port_hash(port: Mapping[str, Any]) -> bytes:
+    dump = "(v1.EndpointPort)" + _spew_port_fields(port)
+    return hashlib.md5(dump.encode(), usedforsecurity=False).digest()
+
+
+def _subset_hash(subset: Mapping[str, Any]) -> bytes:
+    dump = (
+        "(v1.EndpointSubset){Addresses:([]v1.EndpointAddress)"
+        + _spew_list([_spew_address(a) for a in subset.get("addresses", ())])
+        + " NotReadyAddresses:([]v1.EndpointAddress)"
+        + _spew_list([_spew_address(a) for a in subset.get("notReadyAddresses", ())])
+        + " Ports:([]v1.EndpointPort)"
+        + _spew_list([_spew_port_fields(p) for p in subset.get("ports", ())])
+        + "}"
+    )
+    return hashlib.md5(dump.encode(), usedforsecurity=False).digest()
+
+
+def sort_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``SortSubsets``: normalize, then sort addresses, ports and the subsets themselves.
+
+    Addresses (ready and not ready) by :func:`address_sort_key`; ports and subsets by the MD5
+    digest of their Go spew dump, compared as bytes, as util.go's ``portsByHash`` and
+    ``subsetsByHash`` do. Returns a new list.
+    """
+    return _sort_normalized([normalize_subset(subset) for subset in subsets])
+
+
+def _sort_normalized(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sort normalized subsets in place (their lists too) and return them."""
+    for norm in out:
+        for field in ("addresses", "notReadyAddresses"):
+            if field in norm:
+                norm[field].sort(key=address_sort_key)
+        if "ports" in norm:
+            norm["ports"].sort(key=_port_hash)
+    out.sort(key=_subset_hash)
+    return out
+
+
+# -- repacking --------------------------------------------------------------------------------
+
+
+def _port_identity(port: Mapping[str, Any]) -> tuple[str, int, str, str | None]:
+    return (port.get("name", ""), port["port"], port.get("protocol", ""), port.get("appProtocol"))
+
+
+def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``RepackSubsets``: expand subsets to (port, address, ready) and regroup canonically.
+
+    * An address is identified by (IP, targetRef UID); the first occurrence's full address is
+      kept and later duplicates are dropped.
+    * Per port, an address that is not ready anywhere stays not ready ("not ready always
+      trumps ready").
+    * Ports offered by exactly the same (address, ready) set form one subset. A subset without
+      ports is filed under a sentinel port -1; ports <= 0 (the sentinel, or a real 0) add no
+      port entry, so such an address set yields a subset without ``ports``.
+    * The result is sorted with :func:`sort_subsets`; empty input gives ``[]``.
+
+    Returns new normalized dicts; the input is not modified.
+    """
+    return repack_normalized([normalize_subset(subset) for subset in subsets])
+
+
+def repack_normalized(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`repack_subsets` for subsets already in normalized form (as
+    :func:`normalize_subset` returns them), skipping the normalization. Address and port dicts
+    of the input are shared with the result, never modified."""
+    all_addresses: dict[tuple[str, str], dict[str, Any]] = {}
+    # port identity -> (normalized port, {address identity: ready})
+    port_map: dict[tuple[str, int, str, str | None], tuple[dict[str, Any], dict[Any, bool]]] = {}
+
+    def record(port: dict[str, Any], address: dict[str, Any], ready: bool) -> None:
+        identity = _address_identity(address)
+        if identity not in all_addresses:
+            all_addresses[identity] = address
+        pid = _port_identity(port)
+        entry = port_map.get(pid)
+        if entry is None:
+            entry = (port, {})
+            port_map[pid] = entry
+        readiness = entry[1]
+        if readiness.get(identity, True):
+            readiness[identity] = ready
+
+    sentinel = {"port": _SENTINEL_PORT}
+    for norm in subsets:
+        ports = norm.get("ports") or [sentinel]
+        for port in ports:
+            for address in norm.get("addresses", ()):
+                record(port, address, True)
+            for address in norm.get("notReadyAddresses", ()):
+                record(port, address, False)
+
+    # Group ports by their exact (address, ready) set.
+    groups: dict[frozenset[tuple[Any, bool]], list[dict[str, Any]]] = {}
+    for port, readiness in port_map.values():
+        key = frozenset(readiness.items())
+        ports_of_group = groups.setdefault(key, [])
+        if port["port"] > 0:
+            ports_of_group.append(port)
+
+    final = []
+    for key, ports in groups.items():
+        ready_addresses = [all_addresses[ident] for ident, ready in key if ready]
+        not_ready_addresses = [all_addresses[ident] for ident, ready in key if not ready]
+        subset_out: dict[str, Any] = {}
+        if ready_addresses:
+            subset_out["addresses"] = ready_addresses
+        if not_ready_addresses:
+            subset_out["notReadyAddresses"] = not_ready_addresses
+        if ports:
+            subset_out["ports"] = ports
+        final.append(subset_out)
+    return _sort_normalized(final)
+
+
+# -- equality ---------------------------------------------------------------------------------
+
+
+def _comparable(subsets: Iterable[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    if subsets is not None and not isinstance(subsets, (list, tuple)):
+        return [{"<invalid>": repr(subsets)}]
+    out = []
+    for subset in subsets or ():
+        if not _is_map(subset):
+            out.append({"<invalid>": repr(subset)})
+            continue
+        norm = normalize_subset(subset)
+        for field in ("addresses", "notReadyAddresses"):
+            for address in norm.get(field, ()):
+                ref = address.get("targetRef")
+                if ref is not None:
+                    ref.pop("resourceVersion", None)
+        out.append(norm)
+    return out
+
+
+def subsets_equal_ignore_resource_version(
+    a: Iterable[Mapping[str, Any]] | None, b: Iterable[Mapping[str, Any]] | None
+) -> bool:
+    """``endpointSubsetsEqualIgnoreResourceVersion``: semantic equality of ordered subset lists.
+
+    Missing, ``null`` and empty lists are equal (Go's semantic DeepEqual treats nil and empty
+    slices alike), ``targetRef.resourceVersion`` is ignored, and everything else counts: IPs,
+    hostnames, ``nodeName`` (absent differs from ``""``), target references, ports and the
+    order of subsets, addresses and ports.
+    """
+    return _comparable(a) == _comparable(b)

@@ -1,0 +1,361 @@
+"""Computes the Endpoints subsets a Service should have from its Pods.
+
+The pure half of the endpoints controller's ``syncService`` (``pkg/controller/endpoint/
+endpoints_controller.go`` at ≈v1.31-1.32, with ``ShouldPodBeInEndpoints`` and
+``ShouldSetHostname`` from ``staging/src/k8s.io/endpointslice/util/controller_utils.go`` and
+``FindPort`` from ``pkg/api/v1/pod/util.go``); the specification is
+``reference/endpoints-and-kubelet.md`` §A.4 step 6.
+
+Pods and Services are plain dicts as the API server's JSON decodes them. Go reads absent
+fields as zero values, and so does this module: a missing ``status.phase`` is ``""``, a
+missing ``targetPort`` is the integer 0, a missing ``protocol`` is ``""``. A field of the
+wrong JSON type (which the API server would never send, but a hand-made object might) is
+read as absent too, so malformed objects never raise here: at worst the pod or the port is
+left out, with a debug log line naming it.
+
+All functions are pure and thread-safe; they never mutate their arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from controllers.endpoint.repack import repack_normalized
+
+__all__ = [
+    "CLUSTER_IP_NONE",
+    "ComputedSubsets",
+    "compute_subsets",
+    "endpoint_port_from_service_port",
+    "find_port",
+    "ip_family",
+    "is_ipv6_string",
+    "is_pod_ready",
+    "is_service_ip_set",
+    "pod_ready_condition",
+    "pod_to_endpoint_address",
+    "should_pod_be_in_endpoints",
+    "should_set_hostname",
+]
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_IP_NONE = "None"
+"""``spec.clusterIP`` of a headless Service (k8s.io/api core/v1 ``ClusterIPNone``)."""
+
+_IPV6 = "IPv6"  # core/v1 IPv6Protocol
+_CONTAINER_RESTART_ALWAYS = "Always"  # core/v1 ContainerRestartPolicyAlways (sidecars)
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    if type(value) is dict:  # the fast path: JSON objects are dicts
+        return value
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _list(value: Any) -> list[Any]:
+    return value if type(value) is list else []
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = _map(obj.get("metadata"))
+    return f"{_str(meta.get('namespace'))}/{_str(meta.get('name'))}"
+
+
+# -- pods -------------------------------------------------------------------------------------
+
+
+def pod_ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first ``Ready`` condition in ``status.conditions``, or ``None``.
+
+    ``GetPodReadyCondition``.
+    """
+    for condition in _list(_map(pod.get("status")).get("conditions")):
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition
+    return None
+
+
+def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod's Ready condition has status ``"True"`` (``podutil.IsPodReady``)."""
+    condition = pod_ready_condition(pod)
+    return condition is not None and condition.get("status") == "True"
+
+
+def should_pod_be_in_endpoints(pod: Mapping[str, Any], include_terminating: bool) -> bool:
+    """``ShouldPodBeInEndpoints``: which pods count at all.
+
+    Terminal pods (phase ``Failed`` or ``Succeeded``, whatever the restart policy) and pods with
+    neither ``status.podIP`` nor ``status.podIPs`` never count; terminating pods (with a
+    ``metadata.deletionTimestamp``) count only when ``include_terminating`` (the Service's
+    ``publishNotReadyAddresses``). Pending, Unknown and Running pods all count.
+    """
+    status = _map(pod.get("status"))
+    if status.get("phase") in ("Failed", "Succeeded"):
+        return False
+    if not _str(status.get("podIP")) and not _list(status.get("podIPs")):
+        return False
+    return include_terminating or _map(pod.get("metadata")).get("deletionTimestamp") is None
+
+
+_SLOPPY_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+
+
+@functools.lru_cache(maxsize=65536)
+def ip_family(text: str) -> int | None:
+    """4 or 6 for an IP that ``k8s.io/utils/net.ParseIPSloppy`` accepts, else ``None``.
+
+    IPv4-mapped IPv6 addresses count as IPv4 and dotted quads with leading zeros are accepted,
+    as in Go; zones (``%eth0``) are not.
+    """
+    if not text or "%" in text:
+        return None
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        if _SLOPPY_IPV4.fullmatch(text) and all(int(part) <= 255 for part in text.split(".")):
+            return 4
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
+        return 6
+    return 4
+
+
+def is_ipv6_string(text: str) -> bool:
+    """``k8s.io/utils/net.IsIPv6String``: a parseable IP that is not IPv4 (nor IPv4-mapped).
+
+    Anything that does not parse is *not* IPv6, so the controller treats it as IPv4, as Go does.
+    """
+    return ip_family(text) == 6
+
+
+def pod_to_endpoint_address(
+    service: Mapping[str, Any], pod: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """``podToEndpointAddressForService``: the pod's address for this Service, or ``None``.
+
+    The IP family is the Service's ``spec.ipFamilies[0]`` if set; else that of a set
+    ``spec.clusterIP`` (not ``"None"``); else that of the pod's ``status.podIP``. The address
+    IP is the first ``status.podIPs`` entry of that family (only ``podIPs`` is scanned);
+    ``None`` when there is none. Entries that are not IPs at all are skipped with a warning
+    (Go would treat them as IPv4 and then fail to write the Endpoints). The result is
+    ``{"ip", "nodeName", "targetRef": {"kind": "Pod", "namespace", "name", "uid"}}``:
+    ``nodeName`` is always present (``""`` when
+    unscheduled) and ``targetRef`` has no ``resourceVersion``; empty reference fields are left
+    out as Go's ``omitempty`` does.
+    """
+    spec = _map(service.get("spec"))
+    families = _list(spec.get("ipFamilies"))
+    if families:
+        want_v6 = families[0] == _IPV6
+    else:
+        cluster_ip = _str(spec.get("clusterIP"))
+        if cluster_ip and cluster_ip != CLUSTER_IP_NONE:
+            want_v6 = is_ipv6_string(cluster_ip)
+        else:
+            want_v6 = is_ipv6_string(_str(_map(pod.get("status")).get("podIP")))
+    endpoint_ip = ""
+    for pod_ip in _list(_map(pod.get("status")).get("podIPs")):
+        ip = _str(_map(pod_ip).get("ip"))
+        family = ip_family(ip)
+        if family is None:
+            # Go would take an unparseable string as an IPv4 address, and the API server would
+            # then reject the whole Endpoints; we leave it out instead.
+            logger.warning("pod %s: ignoring malformed status.podIPs entry %r", _name(pod), ip)
+            continue
+        if want_v6 == (family == 6):
+            endpoint_ip = ip
+            break
+    if not endpoint_ip:
+        return None
+    meta = _map(pod.get("metadata"))
+    ref: dict[str, str] = {"kind": "Pod"}
+    for key in ("namespace", "name", "uid"):
+        value = _str(meta.get(key))
+        if value:
+            ref[key] = value
+    return {
+        "ip": endpoint_ip,
+        "nodeName": _str(_map(pod.get("spec")).get("nodeName")),
+        "targetRef": ref,
+    }
+
+
+def should_set_hostname(pod: Mapping[str, Any], service: Mapping[str, Any]) -> bool:
+    """``ShouldSetHostname``: the pod has a hostname and its subdomain is this Service's name
+    in the same namespace."""
+    pod_spec = _map(pod.get("spec"))
+    pod_meta = _map(pod.get("metadata"))
+    svc_meta = _map(service.get("metadata"))
+    return (
+        bool(_str(pod_spec.get("hostname")))
+        and _str(pod_spec.get("subdomain")) == _str(svc_meta.get("name"))
+        and _str(svc_meta.get("namespace")) == _str(pod_meta.get("namespace"))
+    )
+
+
+# -- ports ------------------------------------------------------------------------------------
+
+
+def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int | None:
+    """``FindPort``: the pod port a Service port targets, or ``None`` when none fits.
+
+    An integer ``targetPort`` is used as is, unvalidated (absent means 0). A string one names a
+    container port: the first port, in the pod's containers and then its sidecars (init
+    containers with ``restartPolicy: Always``), whose ``name`` equals it and whose ``protocol``
+    equals the Service port's. Any other JSON type fits nothing.
+    """
+    target = service_port.get("targetPort", 0)
+    if isinstance(target, bool):
+        return None
+    if isinstance(target, int):
+        return target
+    if not isinstance(target, str):
+        return None
+    protocol = _str(service_port.get("protocol"))
+    spec = _map(pod.get("spec"))
+    containers = [c for c in _list(spec.get("containers")) if isinstance(c, Mapping)]
+    containers += [
+        c
+        for c in _list(spec.get("initContainers"))
+        if isinstance(c, Mapping) and c.get("restartPolicy") == _CONTAINER_RESTART_ALWAYS
+    ]
+    for container in containers:
+        for port in _list(container.get("ports")):
+            if (
+                isinstance(port, Mapping)
+                and _str(port.get("name")) == target
+                and _str(port.get("protocol")) == protocol
+            ):
+                number = port.get("containerPort", 0)
+                return number if isinstance(number, int) and not isinstance(number, bool) else 0
+    return None
+
+
+def endpoint_port_from_service_port(service_port: Mapping[str, Any], port: int) -> dict[str, Any]:
+    """``endpointPortFromServicePort``: ``{name, port, protocol, appProtocol}`` in JSON form.
+
+    ``name`` and ``protocol`` are left out when empty; ``appProtocol`` is copied when the
+    Service port has one (even ``""``).
+    """
+    out: dict[str, Any] = {}
+    name = _str(service_port.get("name"))
+    if name:
+        out["name"] = name
+    out["port"] = port
+    protocol = _str(service_port.get("protocol"))
+    if protocol:
+        out["protocol"] = protocol
+    app_protocol = service_port.get("appProtocol")
+    if isinstance(app_protocol, str):
+        out["appProtocol"] = app_protocol
+    return out
+
+
+# -- services ---------------------------------------------------------------------------------
+
+
+def is_service_ip_set(service: Mapping[str, Any]) -> bool:
+    """``IsServiceIPSet``: ``spec.clusterIP`` is neither ``""`` nor ``"None"``."""
+    cluster_ip = _str(_map(service.get("spec")).get("clusterIP"))
+    return cluster_ip not in ("", CLUSTER_IP_NONE)
+
+
+@dataclass
+class ComputedSubsets:
+    """What a sync wants the Endpoints to hold.
+
+    Attributes:
+        subsets: The repacked, canonically ordered subsets (``[]`` when none).
+        ready: Ready (address, port) pairs before repacking, as the controller logs them.
+        not_ready: Not-ready (address, port) pairs before repacking.
+        skipped_pods: ``namespace/name`` of selected pods that got no address (no IP of the
+            Service's family), for logging.
+    """
+
+    subsets: list[dict[str, Any]] = field(default_factory=list)
+    ready: int = 0
+    not_ready: int = 0
+    skipped_pods: list[str] = field(default_factory=list)
+
+
+def compute_subsets(
+    service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+) -> ComputedSubsets:
+    """The subsets a Service's Endpoints should have, given the pods its selector selects.
+
+    ``pods`` must already be the pods of the Service's namespace matching its selector (the
+    caller decides what the selector means, including that a missing selector selects
+    nothing). For each pod, in order (§A.4 step 6): skip it unless
+    :func:`should_pod_be_in_endpoints` (terminating pods only with
+    ``publishNotReadyAddresses``); build its address (:func:`pod_to_endpoint_address`; no IP
+    of the Service's family skips it); add the hostname when :func:`should_set_hostname`; file
+    it as ready when ``publishNotReadyAddresses`` or the pod is Ready, else as not ready. A
+    Service without ports gives each pod one port-less subset if it is headless
+    (``clusterIP: None``) and nothing otherwise; with ports, each port :func:`find_port` can
+    resolve gives one subset, and unresolvable ports are skipped for that pod. The result is
+    :func:`~controllers.endpoint.repack.repack_subsets` of all that (the address and port dicts
+    built here are already normalized, so the normalization step is skipped).
+    """
+    spec = _map(service.get("spec"))
+    publish_not_ready = spec.get("publishNotReadyAddresses") is True
+    service_ports = [p for p in _list(spec.get("ports")) if isinstance(p, Mapping)]
+    headless = _str(spec.get("clusterIP")) == CLUSTER_IP_NONE
+    result = ComputedSubsets()
+    raw: list[dict[str, Any]] = []
+    for pod in pods:
+        if not isinstance(pod, Mapping):
+            continue
+        if not should_pod_be_in_endpoints(pod, publish_not_ready):
+            continue
+        address = pod_to_endpoint_address(service, pod)
+        if address is None:
+            result.skipped_pods.append(_name(pod))
+            logger.debug(
+                "Service %s: pod %s has no IP of the service's family, not included",
+                _name(service), _name(pod),
+            )
+            continue
+        if should_set_hostname(pod, service):
+            address = {
+                "ip": address["ip"],
+                "hostname": _str(_map(pod.get("spec")).get("hostname")),
+                "nodeName": address["nodeName"],
+                "targetRef": address["targetRef"],
+            }
+        ready = publish_not_ready or is_pod_ready(pod)
+        list_name = "addresses" if ready else "notReadyAddresses"
+        if not service_ports:
+            if headless:
+                raw.append({list_name: [address]})
+                # Go does not count these in its log totals; neither do we.
+            continue
+        for service_port in service_ports:
+            number = find_port(pod, service_port)
+            if number is None:
+                logger.debug(
+                    "Service %s: no port of pod %s fits service port %r",
+                    _name(service), _name(pod), service_port.get("name", ""),
+                )
+                continue
+            port = endpoint_port_from_service_port(service_port, number)
+            raw.append({list_name: [address], "ports": [port]})
+            if ready:
+                result.ready += 1
+            else:
+                result.not_ready += 1
+    result.subsets = repack_normalized(raw)
+    return result

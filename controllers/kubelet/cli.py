@@ -1,0 +1,322 @@
+"""The ``kubelet-pod-source`` command: follow a node's pod sources and print what it should run.
+
+Usage (also ``python -m controllers.kubelet``)::
+
+    kubelet-pod-source --node-name node-1 --pod-manifest-path /etc/kubernetes/manifests \\
+        --manifest-url http://config/pods.yaml --manifest-url-header Authorization:Bearer\\ x \\
+        --kubeconfig ~/.kube/config --output json
+
+``--output json`` prints every merged update as one JSON line (``{"op", "source", "pods"}``);
+``--output pods`` prints the set of pods the node runs (``{"running": [...]}``) each time it
+changes. With no source given the command demonstrates itself: it starts the embedded API
+server (:class:`informers.testing.ApiServer`) and a temporary manifest directory, changes both
+following a short script, and narrates each step on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import IO, Any
+
+from controllers.kubelet.agent import NodeAgent
+from controllers.kubelet.file_source import DEFAULT_FILE_CHECK_FREQUENCY
+from controllers.kubelet.pod_update import (
+    INCREMENTAL,
+    SNAPSHOT,
+    SNAPSHOT_AND_UPDATES,
+    PodUpdate,
+)
+from controllers.kubelet.runtime import RecordingRuntime, TextStream
+from controllers.kubelet.url_source import DEFAULT_HTTP_CHECK_FREQUENCY, parse_headers
+from informers.clock import REAL_CLOCK
+
+__all__ = ["build_parser", "main"]
+
+logger = logging.getLogger(__name__)
+
+MODES = {
+    "incremental": INCREMENTAL,
+    "snapshot": SNAPSHOT,
+    "snapshot-and-updates": SNAPSHOT_AND_UPDATES,
+}
+
+DEMO_STEP = 1.0
+"""Seconds between two steps of the demonstration script."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubelet-pod-source",
+        description="Merge a node's pod sources (manifest files, a manifest URL and the API "
+        "server) the way a kubelet does and print the update stream or the running pod set. "
+        "Without any source, run a self-contained demonstration.",
+    )
+    parser.add_argument("--node-name", default=None,
+                        help="node name (default: the host name, lower-cased, as the kubelet)")
+    parser.add_argument("--pod-manifest-path", default=None,
+                        help="directory or file of static pod manifests")
+    parser.add_argument("--manifest-url", default=None, help="URL of static pod manifests")
+    parser.add_argument("--manifest-url-header", action="append", default=[],
+                        metavar="KEY:VALUE", help="header for the manifest URL (repeatable)")
+    parser.add_argument("--kubeconfig", default=None,
+                        help="kubeconfig of the API server whose pods bound to the node to follow")
+    parser.add_argument("--file-check-frequency", type=float,
+                        default=DEFAULT_FILE_CHECK_FREQUENCY,
+                        help="seconds between rescans of the manifest path (default 20)")
+    parser.add_argument("--http-check-frequency", type=float,
+                        default=DEFAULT_HTTP_CHECK_FREQUENCY,
+                        help="seconds between polls of the manifest URL (default 20)")
+    parser.add_argument("--mode", choices=sorted(MODES), default="incremental",
+                        help="PodConfig notification mode (default incremental, the kubelet's)")
+    parser.add_argument("--output", choices=("json", "pods"), default="json",
+                        help="json: the update stream as JSON lines; pods: the running pod set")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="stop after this many seconds (default: until interrupted; the "
+                        "demonstration stops after its script)")
+    parser.add_argument("--log-level", default="WARNING",
+                        help="log level for stderr (default WARNING)")
+    parser.add_argument("--demo-step", type=float, default=DEMO_STEP, help=argparse.SUPPRESS)
+    return parser
+
+
+class _StopOnClosedOutput:
+    """A text stream that ends the run (sets ``stop``) when the reader goes away (``| head``)."""
+
+    def __init__(self, out: IO[str], stop: threading.Event) -> None:
+        self.out = out
+        self.stop = stop
+
+    def write(self, text: str) -> int:
+        if self.stop.is_set() and self.closed:
+            return 0
+        try:
+            return self.out.write(text)
+        except (BrokenPipeError, ValueError):
+            self._close()
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self.out.flush()
+        except (BrokenPipeError, ValueError):
+            self._close()
+
+    closed = False
+
+    def _close(self) -> None:
+        self.closed = True
+        self.stop.set()
+        try:  # no "Exception ignored ... BrokenPipeError" when Python flushes stdout at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.out.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+class _JsonLines:
+    """Writes each update as one JSON line (the observer of the sync loop)."""
+
+    def __init__(self, out: TextStream) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def __call__(self, update: PodUpdate) -> None:
+        line = json.dumps(update.to_dict(), sort_keys=True, default=str)
+        with self.lock:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+def _install_signals(stop: threading.Event) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():  # second signal: give up on a clean stop
+            signal.signal(signum, signal.SIG_DFL)
+            raise KeyboardInterrupt
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _stop_after(stop: threading.Event, seconds: float) -> None:
+    def timer() -> None:
+        if not REAL_CLOCK.wait_event(stop, seconds):
+            stop.set()
+
+    threading.Thread(target=timer, name="kubelet-pod-source-timer", daemon=True).start()
+
+
+def _make_agent(args: argparse.Namespace, node_name: str, out: TextStream, *,
+                pod_manifest_path: str | None, api_client: Any,
+                file_check_frequency: float) -> NodeAgent:
+    runtime = RecordingRuntime(stream=out if args.output == "pods" else None)
+    observer = _JsonLines(out) if args.output == "json" else None
+    return NodeAgent(
+        node_name,
+        pod_manifest_path=pod_manifest_path,
+        manifest_url=args.manifest_url,
+        manifest_url_headers=parse_headers(args.manifest_url_header),
+        api_client=api_client,
+        file_check_frequency=file_check_frequency,
+        http_check_frequency=args.http_check_frequency,
+        mode=MODES[args.mode],
+        runtime=runtime,
+        observer=observer,
+    )
+
+
+def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None,
+         err: IO[str] | None = None, stop: threading.Event | None = None) -> int:
+    """Run the command; returns the exit status.
+
+    Args:
+        argv: arguments (default ``sys.argv[1:]``).
+        out: where the updates or pod sets go (default stdout).
+        err: where the demonstration narrates (default stderr).
+        stop: ends the run when set (default: SIGINT/SIGTERM or ``--duration``).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    err = err if err is not None else sys.stderr
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        parse_headers(args.manifest_url_header)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if stop is None:
+        stop = threading.Event()
+        _install_signals(stop)
+    if args.duration is not None:
+        _stop_after(stop, args.duration)
+    sink = _StopOnClosedOutput(out if out is not None else sys.stdout, stop)
+    node_name = args.node_name or socket.gethostname().lower()
+    if not (args.pod_manifest_path or args.manifest_url or args.kubeconfig):
+        return _demo(args, node_name, sink, err, stop)
+    api_client = None
+    if args.kubeconfig:
+        from kubernetes import config as kube_config
+
+        api_client = kube_config.new_client_from_config(config_file=args.kubeconfig)
+    agent = _make_agent(args, node_name, sink, pod_manifest_path=args.pod_manifest_path,
+                        api_client=api_client, file_check_frequency=args.file_check_frequency)
+    agent.start()
+    try:
+        REAL_CLOCK.wait_event(stop, None)
+    finally:
+        agent.stop()
+        if api_client is not None:
+            api_client.close()
+    return 0
+
+
+# -- demonstration ---------------------------------------------------------------------------
+
+_DEMO_MANIFEST = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  labels:
+    app: {name}
+spec:
+  containers:
+  - name: main
+    image: {image}
+"""
+
+
+def _api_pod(name: str, node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "nginx:1.27"}]},
+    }
+
+
+def _demo(args: argparse.Namespace, node_name: str, out: TextStream, err: IO[str],
+          stop: threading.Event) -> int:
+    from informers.testing import ApiServer
+
+    def say(text: str) -> None:
+        err.write(f"demo: {text}\n")
+        err.flush()
+
+    def step() -> bool:
+        return not REAL_CLOCK.sleep(args.demo_step, stop)
+
+    with tempfile.TemporaryDirectory(prefix="kubelet-pod-source-") as manifests, \
+            ApiServer() as server:
+        api_client = server.api_client()
+        say(f"embedded API server at {server.url}; manifest directory {manifests}; "
+            f"node {node_name}")
+
+        def write(name: str, image: str) -> None:
+            # Written to a dot-file (ignored) and renamed into place, so the file source
+            # never reads a half-written manifest.
+            path = os.path.join(manifests, f"{name}.yaml")
+            tmp = os.path.join(manifests, f".{name}.yaml.tmp")
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(_DEMO_MANIFEST.format(name=name, image=image))
+            os.replace(tmp, path)
+            say(f"wrote manifest {path} (image {image})")
+
+        write("web", "nginx:1.27")
+        agent = _make_agent(args, node_name, out, pod_manifest_path=manifests,
+                            api_client=api_client,
+                            file_check_frequency=min(args.file_check_frequency, 2.0))
+        agent.start()
+        try:
+            def bind_ours() -> None:
+                server.create(_api_pod("api-pod", node_name))
+                say(f"created pod default/api-pod bound to {node_name}")
+
+            def bind_elsewhere() -> None:
+                server.create(_api_pod("elsewhere", "other-node"))
+                say("created pod default/elsewhere bound to other-node (not ours)")
+
+            def delete_ours() -> None:
+                server.delete("pods", "default", "api-pod")
+                say("deleted pod default/api-pod")
+
+            def remove_cache() -> None:
+                os.remove(os.path.join(manifests, "cache.yaml"))
+                say("removed manifest cache.yaml")
+
+            script: list[Callable[[], None]] = [
+                bind_ours,
+                bind_elsewhere,
+                lambda: write("cache", "redis:7"),
+                lambda: write("web", "nginx:1.28"),
+                delete_ours,
+                remove_cache,
+            ]
+            if step():
+                for action in script:
+                    action()
+                    if not step():
+                        break
+            if args.duration is not None:
+                REAL_CLOCK.wait_event(stop, None)
+            running: list[str] = []
+            if isinstance(agent.runtime, RecordingRuntime):
+                running = agent.runtime.running_keys()
+            say("done; the node runs: " + (", ".join(running) or "nothing"))
+        finally:
+            agent.stop()
+            api_client.close()
+    return 0

@@ -1,0 +1,390 @@
+"""Queues, per object key, the list of changes not yet processed (client-go ``DeltaFIFO``).
+
+The reflector is the producer (``add``/``update``/``delete`` for watch events, ``replace``
+for a list, ``resync`` on its timer); the informer is the single consumer (``pop``), which
+applies each key's deltas to its cache (the ``known_objects`` indexer) and notifies handlers.
+Semantics are client-go v0.32's classic DeltaFIFO (``tools/cache/delta_fifo.go``), with the
+``has_synced`` counting of RealFIFO (the counter drops after ``process`` returns).
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from informers.errors import FIFOClosedError, KeyFuncError
+from informers.keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
+
+__all__ = [
+    "Delta",
+    "DeltaFIFO",
+    "DeltaType",
+    "Deltas",
+    "KeyListerGetter",
+    "TransformFunc",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class DeltaType(str, enum.Enum):
+    """The kind of change a :class:`Delta` records (client-go ``DeltaType``; equals its str)."""
+
+    ADDED = "Added"
+    UPDATED = "Updated"
+    DELETED = "Deleted"
+    REPLACED = "Replaced"
+    """A relist found the object (only with ``emit_delta_type_replaced=True``; else ``SYNC``)."""
+    SYNC = "Sync"
+    """A periodic resync, or a relist with ``emit_delta_type_replaced=False``."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Delta(NamedTuple):
+    """One change: its type and the object after it (for ``DELETED``, the final state or a
+    :class:`~informers.keys.DeletedFinalStateUnknown`)."""
+
+    type: DeltaType
+    object: Any
+
+
+Deltas = list[Delta]
+"""Changes of one key, oldest first."""
+
+TransformFunc = Callable[[Any], Any]
+"""Rewrites an object once, when it enters the queue (client-go ``TransformFunc``)."""
+
+
+class KeyListerGetter(Protocol):
+    """What ``known_objects`` must offer (client-go ``KeyListerGetter``); an Indexer fits."""
+
+    def list_keys(self) -> list[str]: ...
+
+    def get_by_key(self, key: str) -> Any | None: ...
+
+
+_ADDED = DeltaType.ADDED
+_UPDATED = DeltaType.UPDATED
+_DELETED = DeltaType.DELETED
+_REPLACED = DeltaType.REPLACED
+_SYNC = DeltaType.SYNC
+
+
+class DeltaFIFO:
+    """A producer/consumer queue of per-key deltas, in first-arrival key order.
+
+    Contract (client-go v0.32 ``DeltaFIFO``):
+
+    * **Ordering.** Keys pop in the order they were first queued; a change to an already
+      queued key is appended to that key's deltas without moving it (no line jumping).
+      ``pop`` hands over all of a key's deltas at once, oldest first.
+    * **Coalescing.** Only two consecutive ``DELETED`` deltas collapse, keeping the one with
+      more information (the real object over a tombstone). Nothing else is merged.
+    * **Deletes of unknown objects** (not queued, and absent from ``known_objects``) are dropped.
+    * **replace** queues ``REPLACED`` (or ``SYNC``) for every listed object, even one with a
+      pending delete (kubernetes issue #83810), then a ``DELETED`` tombstone
+      (:class:`~informers.keys.DeletedFinalStateUnknown`) for every queued key missing from
+      the list (holding the newest queued object) and for every ``known_objects`` key missing
+      from the list that has nothing queued (holding the known copy). Tombstones are queued
+      in queue order, then in ``known_objects.list_keys()`` order.
+    * **resync** queues ``SYNC`` with the known copy only for keys with nothing queued, so a
+      stale cached copy never overtakes a newer queued event.
+    * **Transformer** runs exactly once per object, when an ``ADDED``/``UPDATED``/``DELETED``/
+      ``REPLACED`` delta (including a relist's ``SYNC``) is queued; never for resync ``SYNC``
+      deltas or tombstones, whose objects were transformed already.
+    * **Thread safety.** All methods are thread-safe. ``pop`` runs ``process`` while holding
+      the queue lock, so that the consumer's cache update and this queue's view of it stay
+      consistent for a concurrent ``replace``/``resync``; producers block meanwhile. The lock
+      is re-entrant: ``process`` may call back into this FIFO from the same thread.
+    * **Sync tracking.** :meth:`has_synced` is true once the first ``replace``'s items
+      (unique keys plus the tombstones it queued) have all been popped *and processed*, or
+      at once if ``add``/``update``/``delete`` came before any ``replace``.
+
+    Args:
+        key_func: computes the key of an object (default
+            :func:`~informers.keys.meta_namespace_key_func`). Tombstones and ``Deltas`` are
+            keyed by this queue itself.
+        known_objects: the consumer's cache (anything with ``list_keys()`` and
+            ``get_by_key(key)``, such as :class:`~informers.indexer.Indexer`), used to decide
+            deletes and to make resync/replace tombstones. ``None``: resync does nothing.
+        emit_delta_type_replaced: queue ``REPLACED`` instead of ``SYNC`` on ``replace``
+            (client-go default ``False``; informers set ``True``).
+        transformer: optional function applied once to each incoming object (see above).
+            Its exceptions propagate to the producer and nothing is queued.
+    """
+
+    def __init__(
+        self,
+        key_func: KeyFunc = meta_namespace_key_func,
+        known_objects: KeyListerGetter | None = None,
+        emit_delta_type_replaced: bool = False,
+        transformer: TransformFunc | None = None,
+    ) -> None:
+        self._key_func = key_func
+        self._known = known_objects
+        self._emit_replaced = emit_delta_type_replaced
+        self._transformer = transformer
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        # items holds exactly the keys of queue, and every Deltas in it is non-empty.
+        self._items: dict[str, Deltas] = {}
+        self._queue: deque[str] = deque()
+        self._populated = False
+        self._initial_population_count = 0
+        self._closed = False
+        self._waiting = 0  # pops blocked in wait(): notify only when someone listens
+
+    # -- keys ----------------------------------------------------------------------------------
+
+    def key_of(self, obj: Any) -> str:
+        """The queue key of an object, a tombstone (its ``key``) or a ``Deltas`` (newest object).
+
+        Raises:
+            KeyFuncError: no key can be computed (including for an empty ``Deltas``).
+        """
+        if isinstance(obj, list):
+            if not obj:
+                raise KeyFuncError("0 length Deltas object; can't get key", obj)
+            if isinstance(obj[-1], Delta):
+                obj = obj[-1].object
+        if isinstance(obj, DeletedFinalStateUnknown):
+            return obj.key
+        try:
+            return self._key_func(obj)
+        except KeyFuncError:
+            raise
+        except Exception as err:
+            raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+
+    # -- producers -----------------------------------------------------------------------------
+
+    def add(self, obj: Any) -> None:
+        """Queue an ``ADDED`` delta."""
+        key = self.key_of(obj)
+        with self._lock:
+            self._populated = True
+            self._queue_locked(_ADDED, obj, key, transform=True)
+
+    def update(self, obj: Any) -> None:
+        """Queue an ``UPDATED`` delta."""
+        key = self.key_of(obj)
+        with self._lock:
+            self._populated = True
+            self._queue_locked(_UPDATED, obj, key, transform=True)
+
+    def delete(self, obj: Any) -> None:
+        """Queue a ``DELETED`` delta, unless the key is neither queued nor known.
+
+        A delete of an object that is not queued and not in ``known_objects`` (or, without
+        ``known_objects``, not queued) is dropped: "Presumably, this was deleted when a relist
+        happened. Don't provide a second report of the same deletion." (client-go).
+        """
+        key = self.key_of(obj)
+        with self._lock:
+            self._populated = True
+            if key not in self._items and not self._known_has(key):
+                return
+            self._queue_locked(_DELETED, obj, key, transform=True)
+
+    def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
+        """Queue a relist: the listed objects, then tombstones for everything that vanished.
+
+        ``resource_version`` is ignored, as in client-go. The first call arms
+        :meth:`has_synced`. Every object's key is computed before anything is queued, so a bad
+        object raises :class:`KeyFuncError` with the queue unchanged.
+        """
+        objects = list(objects)
+        keyed = [(self.key_of(obj), obj) for obj in objects]
+        action = _REPLACED if self._emit_replaced else _SYNC
+        with self._lock:
+            keys = set()
+            for key, obj in keyed:
+                keys.add(key)
+                self._queue_locked(action, obj, key, transform=True)
+
+            queued_deletions = 0
+            for key, deltas in list(self._items.items()):
+                if key in keys:
+                    continue
+                newest = deltas[-1].object
+                if isinstance(newest, DeletedFinalStateUnknown):
+                    newest = newest.obj
+                queued_deletions += 1
+                self._queue_locked(
+                    _DELETED, DeletedFinalStateUnknown(key, newest), key, transform=False
+                )
+
+            known = self._known
+            if known is not None:
+                for key in known.list_keys():
+                    if key in keys or key in self._items:
+                        continue
+                    try:
+                        last = known.get_by_key(key)
+                    except Exception:
+                        logger.exception(
+                            "DeltaFIFO: lookup of key %s in known objects failed; "
+                            "placing a DeletedFinalStateUnknown marker without object",
+                            key,
+                        )
+                        last = None
+                    if last is None:
+                        logger.info(
+                            "DeltaFIFO: key %s does not exist in known objects; placing a "
+                            "DeletedFinalStateUnknown marker without object",
+                            key,
+                        )
+                    queued_deletions += 1
+                    self._queue_locked(
+                        _DELETED, DeletedFinalStateUnknown(key, last), key, transform=False
+                    )
+
+            if not self._populated:
+                self._populated = True
+                self._initial_population_count = len(keys) + queued_deletions
+
+    def resync(self) -> None:
+        """Queue ``SYNC`` with the known copy for every known key that has nothing queued.
+
+        No-op without ``known_objects``. Keys with pending deltas are skipped: the known copy
+        is older than what is queued ("to avoid the race, in which the resync comes with the
+        previous value of object", client-go ``TestDeltaFIFO_UpdateResyncRace``).
+        """
+        known = self._known
+        if known is None:
+            return
+        with self._lock:
+            for k in known.list_keys():
+                try:
+                    obj = known.get_by_key(k)
+                except Exception:
+                    logger.exception("DeltaFIFO: lookup of key %s failed; not queued for sync", k)
+                    continue
+                if obj is None:
+                    logger.info("DeltaFIFO: key %s does not exist in known objects; not synced", k)
+                    continue
+                key = self.key_of(obj)
+                if key in self._items:
+                    continue
+                self._queue_locked(_SYNC, obj, key, transform=False)
+
+    def _known_has(self, key: str) -> bool:
+        known = self._known
+        if known is None:
+            return False
+        try:
+            return known.get_by_key(key) is not None
+        except Exception:
+            logger.exception("DeltaFIFO: lookup of key %s failed; queueing the delete", key)
+            return True  # client-go queues the delete when the lookup errs
+
+    def _queue_locked(self, action: DeltaType, obj: Any, key: str, transform: bool) -> None:
+        """Append one delta for ``key`` (lock held), deduplicating consecutive deletes."""
+        if transform and self._transformer is not None and not isinstance(
+            obj, DeletedFinalStateUnknown
+        ):
+            obj = self._transformer(obj)
+        deltas = self._items.get(key)
+        if deltas is None:
+            self._items[key] = [Delta(action, obj)]
+            self._queue.append(key)
+            if self._waiting:
+                self._cond.notify()
+            return
+        if action is _DELETED:
+            last = deltas[-1]
+            if last.type is _DELETED:
+                # Keep the one with more information: the older, unless it is a tombstone.
+                if isinstance(last.object, DeletedFinalStateUnknown):
+                    deltas[-1] = Delta(action, obj)
+                return
+        deltas.append(Delta(action, obj))
+
+    # -- consumer ------------------------------------------------------------------------------
+
+    def pop(self, process: Callable[[Deltas, bool], T]) -> T:
+        """Wait for the oldest key, remove it, and return ``process(deltas, is_in_initial_list)``.
+
+        ``process`` runs while the queue lock is held (see the class docstring), so it must be
+        quick and must not wait for another thread that uses this queue. The deltas are handed
+        over, not copied. ``is_in_initial_list`` is true while the FIFO has not synced, which
+        is exactly for the items of the first ``replace`` (and its tombstones): nothing else
+        can be queued ahead of them. If ``process`` raises, the exception propagates to the
+        caller, the item is not requeued, and it still counts as popped for :meth:`has_synced`.
+        Once :meth:`close` was called, remaining items are still popped; then
+        :class:`~informers.errors.FIFOClosedError` is raised.
+
+        Raises:
+            FIFOClosedError: the queue is closed and empty.
+        """
+        with self._lock:
+            queue = self._queue
+            while not queue:
+                if self._closed:
+                    raise FIFOClosedError()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
+            is_in_initial_list = not (self._populated and self._initial_population_count == 0)
+            key = queue.popleft()
+            deltas = self._items.pop(key)
+            try:
+                return process(deltas, is_in_initial_list)
+            finally:
+                # After process, so has_synced never turns true while the last initial item
+                # is still being applied (client-go RealFIFO.Pop).
+                if self._initial_population_count > 0:
+                    self._initial_population_count -= 1
+
+    def close(self) -> None:
+        """Close the queue: blocked and future pops raise once it is empty."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+
+    def is_closed(self) -> bool:
+        with self._lock:
+            return self._closed
+
+    def has_synced(self) -> bool:
+        """True once the first ``replace``'s items were all popped and processed, or if an
+        ``add``/``update``/``delete`` came before any ``replace``; false before anything."""
+        with self._lock:
+            return self._populated and self._initial_population_count == 0
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def list_keys(self) -> list[str]:
+        """Queued keys, in pop order."""
+        with self._lock:
+            return list(self._queue)
+
+    def list(self) -> builtins.list[Any]:
+        """The newest queued object of every key, in pop order (client-go v0.32 ``List``)."""
+        with self._lock:
+            return [self._items[k][-1].object for k in self._queue]
+
+    def get(self, obj: Any) -> Deltas | None:
+        """A copy of the deltas queued under ``obj``'s key, or ``None``."""
+        return self.get_by_key(self.key_of(obj))
+
+    def get_by_key(self, key: str) -> Deltas | None:
+        """A copy of the deltas queued under ``key``, or ``None``."""
+        with self._lock:
+            deltas = self._items.get(key)
+            return list(deltas) if deltas is not None else None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._queue)

@@ -1,0 +1,527 @@
+"""Shares one informer per resource among a process's users (client-go ``SharedInformerFactory``).
+
+client-go ``informers/factory.go`` (typed) and ``dynamic/dynamicinformer`` (any resource).
+Typical use::
+
+    factory = SharedInformerFactory.from_config()           # kubeconfig or in-cluster
+    pods = factory.core().v1().pods()
+    pods.informer().add_event_handler(handler)
+    factory.start(stop)
+    factory.wait_for_cache_sync(stop)                        # {"pods": True}
+    pods.lister().pods("default").get("web-0")
+    ...
+    factory.shutdown()
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from informers.clock import REAL_CLOCK, Clock
+from informers.delta_fifo import TransformFunc
+from informers.keys import NAMESPACE_INDEX, meta_namespace_index_func
+from informers.list_watch import ListOptions, ListWatch
+from informers.listers import Lister
+from informers.resources import Resource, lookup
+from informers.shared_informer import _DEFAULT_TRANSFORM, SharedIndexInformer
+from informers.wait import wait_for_cache_sync
+
+__all__ = ["GenericInformer", "SharedInformerFactory"]
+
+logger = logging.getLogger(__name__)
+
+_LINK_POLL = 0.1
+"""Real seconds between checks of a caller's stop event by the factory's link thread (only
+bounds how fast a set stop event is noticed; no timing behaviour depends on it)."""
+
+ResourceRef = Resource | str | tuple[str, str, str]
+
+_GVR = tuple[str, str, str]
+
+
+class GenericInformer:
+    """The informer and lister of one resource of a factory (client-go ``GenericInformer``;
+    also what the typed accessors such as ``factory.core().v1().pods()`` return).
+
+    Nothing is created until :meth:`informer` or :meth:`lister` is first called; every call
+    returns the factory's one shared informer for the resource.
+    """
+
+    __slots__ = ("_factory", "resource")
+
+    def __init__(self, factory: SharedInformerFactory, resource: Resource) -> None:
+        self._factory = factory
+        self.resource = resource
+
+    def informer(self) -> SharedIndexInformer:
+        """The shared informer (created and registered with the factory on first use)."""
+        return self._factory.informer_for(self.resource)
+
+    def lister(self) -> Lister:
+        """A lister over the shared informer's cache (objects are shared: do not mutate)."""
+        return Lister(self.informer().get_indexer(), self.resource)
+
+    def __repr__(self) -> str:
+        return f"<GenericInformer {self.resource.group_resource}>"
+
+
+class _Group:
+    __slots__ = ("_factory",)
+
+    def __init__(self, factory: SharedInformerFactory) -> None:
+        self._factory = factory
+
+    def _get(self, group: str, plural: str) -> GenericInformer:
+        return GenericInformer(self._factory, lookup((group, "v1", plural)))
+
+
+class CoreV1Informers(_Group):
+    """``factory.core().v1()``: the core/v1 kinds."""
+
+    __slots__ = ()
+
+    def pods(self) -> GenericInformer:
+        return self._get("", "pods")
+
+    def services(self) -> GenericInformer:
+        return self._get("", "services")
+
+    def endpoints(self) -> GenericInformer:
+        return self._get("", "endpoints")
+
+    def nodes(self) -> GenericInformer:
+        return self._get("", "nodes")
+
+    def namespaces(self) -> GenericInformer:
+        return self._get("", "namespaces")
+
+    def config_maps(self) -> GenericInformer:
+        return self._get("", "configmaps")
+
+    def secrets(self) -> GenericInformer:
+        return self._get("", "secrets")
+
+    def events(self) -> GenericInformer:
+        return self._get("", "events")
+
+    def service_accounts(self) -> GenericInformer:
+        return self._get("", "serviceaccounts")
+
+    def persistent_volume_claims(self) -> GenericInformer:
+        return self._get("", "persistentvolumeclaims")
+
+    def persistent_volumes(self) -> GenericInformer:
+        return self._get("", "persistentvolumes")
+
+
+class AppsV1Informers(_Group):
+    """``factory.apps().v1()``."""
+
+    __slots__ = ()
+
+    def deployments(self) -> GenericInformer:
+        return self._get("apps", "deployments")
+
+    def replica_sets(self) -> GenericInformer:
+        return self._get("apps", "replicasets")
+
+    def stateful_sets(self) -> GenericInformer:
+        return self._get("apps", "statefulsets")
+
+    def daemon_sets(self) -> GenericInformer:
+        return self._get("apps", "daemonsets")
+
+
+class CoordinationV1Informers(_Group):
+    """``factory.coordination().v1()``."""
+
+    __slots__ = ()
+
+    def leases(self) -> GenericInformer:
+        return self._get("coordination.k8s.io", "leases")
+
+
+class DiscoveryV1Informers(_Group):
+    """``factory.discovery().v1()``."""
+
+    __slots__ = ()
+
+    def endpoint_slices(self) -> GenericInformer:
+        return self._get("discovery.k8s.io", "endpointslices")
+
+
+class BatchV1Informers(_Group):
+    """``factory.batch().v1()``."""
+
+    __slots__ = ()
+
+    def jobs(self) -> GenericInformer:
+        return self._get("batch", "jobs")
+
+
+class CoreInformers(_Group):
+    """``factory.core()``."""
+
+    __slots__ = ()
+
+    def v1(self) -> CoreV1Informers:
+        return CoreV1Informers(self._factory)
+
+
+class AppsInformers(_Group):
+    """``factory.apps()``."""
+
+    __slots__ = ()
+
+    def v1(self) -> AppsV1Informers:
+        return AppsV1Informers(self._factory)
+
+
+class CoordinationInformers(_Group):
+    """``factory.coordination()``."""
+
+    __slots__ = ()
+
+    def v1(self) -> CoordinationV1Informers:
+        return CoordinationV1Informers(self._factory)
+
+
+class DiscoveryInformers(_Group):
+    """``factory.discovery()``."""
+
+    __slots__ = ()
+
+    def v1(self) -> DiscoveryV1Informers:
+        return DiscoveryV1Informers(self._factory)
+
+
+class BatchInformers(_Group):
+    """``factory.batch()``."""
+
+    __slots__ = ()
+
+    def v1(self) -> BatchV1Informers:
+        return BatchV1Informers(self._factory)
+
+
+def _gvr(resource: Resource) -> _GVR:
+    return (resource.group, resource.version, resource.plural)
+
+
+class SharedInformerFactory:
+    """Creates informers on demand, one per resource, and runs them together.
+
+    Contract:
+
+    * **Sharing.** Every request for the same resource (group, version, plural) returns the
+      same :class:`~informers.shared_informer.SharedIndexInformer`, built with this factory's
+      namespace, list options tweak, resync period, transform and clock, and with the
+      ``namespace`` index (client-go gives typed informers ``{namespace:
+      MetaNamespaceIndexFunc}``).
+    * :meth:`start` starts, on one daemon thread each, the informers not started yet;
+      idempotent; does nothing once :meth:`shutdown` was called. Informers requested later
+      need another :meth:`start`.
+    * :meth:`wait_for_cache_sync` waits for the *started* informers only.
+    * :meth:`shutdown` stops every informer (it does not need the caller's stop event to be
+      set, unlike client-go) and joins every thread the factory started; it can be called
+      any number of times, concurrently. Informers stop in parallel; each stops its reflector
+      first, then lets its handlers drain their queues (a handler that never returns blocks
+      shutdown).
+    * Thread-safe.
+
+    Args:
+        api_client: a ``kubernetes.client.ApiClient``.
+        resync_period: default resync period of the informers (seconds, ``0``: none).
+        namespace: watch only this namespace (``None``: all).
+        tweak_list_options: changes the options of every list and watch
+            (client-go ``WithTweakListOptions``).
+        transform: applied once to every incoming object of every informer; default
+            :func:`~informers.shared_informer.strip_managed_fields`; ``None``: none.
+        clock: for every informer.
+        custom_resync: resync period per resource (a :class:`Resource`, ``"pods"`` or
+            ``"deployments.apps"``), overriding ``resync_period`` (``WithCustomResyncConfig``).
+        detect_mutations: the informers' mutation detector (``None``: the environment).
+        informer_options: more keyword arguments for every informer (reflector options).
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        resync_period: float = 0.0,
+        namespace: str | None = None,
+        tweak_list_options: Callable[[ListOptions], None] | None = None,
+        transform: TransformFunc | None = _DEFAULT_TRANSFORM,
+        *,
+        clock: Clock = REAL_CLOCK,
+        custom_resync: Mapping[Resource | str, float] | None = None,
+        detect_mutations: bool | None = None,
+        informer_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.api_client = api_client
+        self.resync_period = resync_period
+        self.namespace = namespace or None
+        self.tweak_list_options = tweak_list_options
+        self._transform = transform
+        self._clock = clock
+        self._custom_resync = dict(custom_resync or {})
+        self._detect_mutations = detect_mutations
+        self._informer_options = dict(informer_options or {})
+        self._lock = threading.Lock()
+        self._informers: dict[_GVR, SharedIndexInformer] = {}
+        self._resources: dict[_GVR, Resource] = {}
+        self._started: set[_GVR] = set()
+        self._threads: list[threading.Thread] = []
+        self._stops: dict[int, threading.Event] = {}  # id(caller's event) -> informers' event
+        self._shutdown = threading.Event()
+        self._shutting_down = False
+        self._owns_client = False
+        self._client_closed = False
+
+    # -- construction from configuration -------------------------------------------------------
+
+    @classmethod
+    def from_config(
+        cls, kubeconfig: str | None = None, context: str | None = None, **kwargs: Any
+    ) -> SharedInformerFactory:
+        """A factory on a new ``ApiClient`` loaded by the official ``kubernetes.config``.
+
+        With ``kubeconfig`` or ``context`` given, or ``$KUBECONFIG`` set, or ``~/.kube/config``
+        present, the kubeconfig is loaded; otherwise the in-cluster service account
+        configuration. The factory owns the client and closes it on :meth:`shutdown`.
+
+        Args:
+            kubeconfig: path of a kubeconfig file.
+            context: a context of it (default: its current context).
+            **kwargs: the other constructor arguments.
+        """
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        use_kubeconfig = (
+            kubeconfig is not None
+            or context is not None
+            or bool(os.environ.get("KUBECONFIG"))
+            or os.path.exists(os.path.expanduser("~/.kube/config"))
+            or not os.environ.get("KUBERNETES_SERVICE_HOST")
+        )
+        if use_kubeconfig:
+            config.load_kube_config(
+                # kubernetes.config reads $KUBECONFIG only at import time: pass it explicitly
+                config_file=kubeconfig or os.environ.get("KUBECONFIG") or None,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            config.load_incluster_config(client_configuration=configuration)
+        factory = cls(client.ApiClient(configuration), **kwargs)
+        factory._owns_client = True
+        return factory
+
+    # -- informers -----------------------------------------------------------------------------
+
+    def _resync_for(self, resource: Resource) -> float:
+        for key in (resource, resource.group_resource, resource.plural):
+            if key in self._custom_resync:
+                return float(self._custom_resync[key])
+        return float(self.resync_period)
+
+    def _new_informer(self, resource: Resource, list_watch: ListWatch) -> SharedIndexInformer:
+        return SharedIndexInformer(
+            list_watch,
+            self._resync_for(resource),
+            {NAMESPACE_INDEX: meta_namespace_index_func},
+            clock=self._clock,
+            transform=self._transform,
+            name=resource.group_resource,
+            detect_mutations=self._detect_mutations,
+            **self._informer_options,
+        )
+
+    def informer_for(self, resource: ResourceRef) -> SharedIndexInformer:
+        """The shared informer of ``resource`` (a :class:`Resource` or a built-in's name).
+
+        The first request creates it (client-go ``InformerFor``).
+
+        Raises:
+            KeyError: an unknown built-in name (use :meth:`for_resource` for others).
+        """
+        res = resource if isinstance(resource, Resource) else lookup(resource)
+        key = _gvr(res)
+        with self._lock:
+            inf = self._informers.get(key)
+            if inf is None:
+                lw = ListWatch.from_client(
+                    self.api_client, res, namespace=self.namespace, tweak=self.tweak_list_options
+                )
+                inf = self._new_informer(res, lw)
+                self._informers[key] = inf
+                self._resources[key] = res
+            return inf
+
+    def for_resource(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        *,
+        kind: str | None = None,
+        namespaced: bool | None = None,
+    ) -> GenericInformer:
+        """A :class:`GenericInformer` for any resource (client-go ``ForResource``).
+
+        A built-in resource gets the same informer as its typed accessor. For any other,
+        ``kind`` and ``namespaced`` are taken from the arguments when both are given, else
+        from the server's discovery document (``GET /apis/<group>/<version>``, at most once
+        per resource; if discovery fails it is taken as namespaced with an unknown kind).
+        """
+        key = (group, version, plural)
+        with self._lock:
+            known = self._resources.get(key)
+        if known is not None:
+            return GenericInformer(self, known)
+        try:
+            res = lookup(key)
+        except KeyError:
+            if kind is not None and namespaced is not None:
+                res = Resource(group, version, plural, kind, namespaced)
+            else:
+                lw = ListWatch.for_resource(
+                    self.api_client,
+                    group,
+                    version,
+                    plural,
+                    namespace=self.namespace,
+                    tweak=self.tweak_list_options,
+                    kind=kind,
+                    namespaced=namespaced,
+                )
+                assert lw.resource is not None
+                with self._lock:
+                    if key not in self._informers:
+                        self._informers[key] = self._new_informer(lw.resource, lw)
+                        self._resources[key] = lw.resource
+                    res = self._resources[key]
+        return GenericInformer(self, res)
+
+    def core(self) -> CoreInformers:
+        return CoreInformers(self)
+
+    def apps(self) -> AppsInformers:
+        return AppsInformers(self)
+
+    def coordination(self) -> CoordinationInformers:
+        return CoordinationInformers(self)
+
+    def discovery(self) -> DiscoveryInformers:
+        return DiscoveryInformers(self)
+
+    def batch(self) -> BatchInformers:
+        return BatchInformers(self)
+
+    def informers(self) -> dict[str, SharedIndexInformer]:
+        """Every informer created so far, by resource name (``"pods"``, ``"deployments.apps"``)."""
+        with self._lock:
+            return {self._resources[k].group_resource: v for k, v in self._informers.items()}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _stop_for(self, stop_event: threading.Event | None) -> threading.Event:
+        """The event informers started with ``stop_event`` run on (lock held)."""
+        if stop_event is None:
+            return self._shutdown
+        linked = self._stops.get(id(stop_event))
+        if linked is None:
+            linked = threading.Event()
+            self._stops[id(stop_event)] = linked
+            link = threading.Thread(
+                target=self._link,
+                args=(stop_event, linked),
+                name="informer-factory-stop-link",
+                daemon=True,
+            )
+            self._threads.append(link)
+            link.start()
+        return linked
+
+    def _link(self, stop_event: threading.Event, linked: threading.Event) -> None:
+        """Set ``linked`` when the caller's ``stop_event`` or shutdown is set."""
+        while not linked.is_set():
+            if REAL_CLOCK.wait_event(stop_event, _LINK_POLL) or self._shutdown.is_set():
+                linked.set()
+
+    def start(self, stop_event: threading.Event | None = None) -> None:
+        """Start every informer not started yet, each on its own daemon thread.
+
+        Non-blocking and idempotent; does nothing after :meth:`shutdown`.
+
+        Args:
+            stop_event: stops the informers started by this call when set; ``None``: they
+                run until :meth:`shutdown`.
+        """
+        with self._lock:
+            if self._shutting_down:
+                return
+            stop = self._stop_for(stop_event)
+            for key, inf in self._informers.items():
+                if key in self._started:
+                    continue
+                self._started.add(key)
+                thread = threading.Thread(
+                    target=inf.run,
+                    args=(stop,),
+                    name=f"informer-{inf.name}",
+                    daemon=True,
+                )
+                self._threads.append(thread)
+                thread.start()
+
+    def wait_for_cache_sync(
+        self, stop_event: threading.Event | None = None, timeout: float | None = None
+    ) -> dict[str, bool]:
+        """Wait until every started informer has synced, ``stop_event`` is set, the timeout
+        passes (on the factory's clock) or the factory shuts down.
+
+        Returns:
+            ``{resource name: synced}`` for every started informer, e.g. ``{"pods": True}``.
+        """
+        with self._lock:
+            started = {
+                self._resources[k].group_resource: self._informers[k] for k in self._started
+            }
+        stop = stop_event if stop_event is not None else self._shutdown
+        deadline = None if timeout is None else self._clock.now() + timeout
+        result: dict[str, bool] = {}
+        for name, inf in sorted(started.items()):
+            remaining = None if deadline is None else max(deadline - self._clock.now(), 0.0)
+            result[name] = wait_for_cache_sync(
+                stop, inf.has_synced, clock=self._clock, timeout=remaining
+            )
+        return result
+
+    def shutdown(self) -> None:
+        """Stop every informer and join every thread the factory started. Idempotent."""
+        with self._lock:
+            self._shutting_down = True
+            threads = list(self._threads)
+            linked = list(self._stops.values())
+        self._shutdown.set()
+        for event in linked:
+            event.set()
+        for thread in threads:
+            thread.join()
+        with self._lock:
+            close = self._owns_client and not self._client_closed
+            self._client_closed = True
+        if close:
+            self.api_client.close()
+
+    def __enter__(self) -> SharedInformerFactory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

@@ -1,0 +1,468 @@
+"""Elects one leader among several processes through a lock, at client-go parity.
+
+Mirrors client-go ``tools/leaderelection/leaderelection.go``. A participant acts only on
+timestamps taken from its *own* clock: the lock's renew and acquire times are never trusted.
+A record counts as live while ``observed_time + record.lease_duration_seconds > now``, where
+``observed_time`` is the local time at which this participant last saw the record *change*.
+That makes the election tolerant to arbitrary clock skew between participants, though not to
+arbitrary clock *rate* skew: the ratio ``lease_duration / renew_deadline`` is the tolerated
+rate ratio (client-go's package comment). It does not guarantee that only one process acts as
+leader (no fencing): code guarded by the lease must stop when told to.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+
+from informers.api_call import status_code
+from informers.clock import REAL_CLOCK, Clock
+from informers.errors import LeaderElectionConfigError
+from informers.leaderelection.metrics import LeaderMetric, MetricsProvider, get_provider
+from informers.leaderelection.resource_lock import LeaderElectionRecord, ResourceLock
+
+__all__ = [
+    "DEFAULT_LEASE_DURATION",
+    "DEFAULT_RENEW_DEADLINE",
+    "DEFAULT_RETRY_PERIOD",
+    "JITTER_FACTOR",
+    "LeaderElector",
+]
+
+logger = logging.getLogger(__name__)
+
+JITTER_FACTOR = 1.2
+"""Acquire retries wait ``retry_period * (1 + rand * JITTER_FACTOR)`` (client-go
+leaderelection.go ``JitterFactor``)."""
+
+# component-base config/v1alpha1 defaults.go RecommendedDefaultLeaderElectionConfiguration
+# (LeaseDuration 15s, RenewDeadline 10s, RetryPeriod 2s); client-go's LeaderElectionConfig
+# docs: "Core clients default this value to 15 seconds" / 10 / 2.
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_RENEW_DEADLINE = 10.0
+DEFAULT_RETRY_PERIOD = 2.0
+
+_HTTP_NOT_FOUND = 404
+_HTTP_CONFLICT = 409
+
+
+class LeaderElector:
+    """A participant in a leader election (client-go ``LeaderElector``).
+
+    :meth:`run` blocks: it tries to acquire the lock every ``retry_period`` (jittered by
+    :data:`JITTER_FACTOR`); once it leads it calls ``on_started_leading(leader_stop)`` in a new
+    thread and renews every ``retry_period``. If a renewal does not succeed within
+    ``renew_deadline`` it steps down: ``leader_stop`` is set, the lease is released when
+    ``release_on_cancel`` is true, and :meth:`run` returns. It also returns when ``stop`` is
+    set. ``on_stopped_leading()`` is called, in the thread that called :meth:`run`, every time
+    :meth:`run` returns, *even if this participant never led* (client-go: "Users should not
+    assume that OnStoppedLeading is only called after OnStartedLeading").
+
+    ``on_new_leader(identity)`` is called in a new thread whenever the observed holder differs
+    from the last one reported: the first holder seen, this participant itself, and ``""``
+    when a release is observed before anyone else takes over. No callback ever blocks the
+    election loop, and callbacks are not joined: ``on_started_leading`` must return promptly
+    once ``leader_stop`` is set, because after :meth:`run` returns another participant may
+    lead (and with ``release_on_cancel`` it may lead at once).
+
+    Thread safety: :meth:`run` is called once, from one thread. :meth:`is_leader`,
+    :meth:`get_leader` and :meth:`check` may be called from any thread; they read the last
+    observed record, which is at most ``retry_period`` (plus request time) stale.
+
+    Args:
+        lock: the lock; its ``identity`` must be unique among participants.
+        lease_duration: seconds non-leaders wait, after last seeing the record change, before
+            they take over. Written to the record as whole seconds.
+        renew_deadline: seconds the leader keeps retrying a renewal before it gives up.
+        retry_period: seconds between attempts.
+        on_started_leading: called with the leader stop event when this participant starts
+            leading.
+        on_stopped_leading: called when :meth:`run` returns.
+        on_new_leader: optional; called with the identity of each newly observed holder.
+        release_on_cancel: give the lease up (holder ``""``, duration 1 s) when leading ends.
+            Only safe if everything guarded by the lease has stopped by then.
+        name: the lease's name for metrics and :meth:`check` (client-go ``Name``).
+        clock: time source for waits and the local observation times; its ``wall()`` stamps
+            the record's (informational) acquire and renew times.
+        rng: random source for the acquire jitter.
+        metrics_provider: where the metrics go; ``None`` for the process-wide provider.
+
+    Raises:
+        LeaderElectionConfigError: a value fails client-go's checks, in client-go's order.
+    """
+
+    def __init__(
+        self,
+        lock: ResourceLock | None,
+        *,
+        lease_duration: float = DEFAULT_LEASE_DURATION,
+        renew_deadline: float = DEFAULT_RENEW_DEADLINE,
+        retry_period: float = DEFAULT_RETRY_PERIOD,
+        on_started_leading: Callable[[threading.Event], None] | None,
+        on_stopped_leading: Callable[[], None] | None,
+        on_new_leader: Callable[[str], None] | None = None,
+        release_on_cancel: bool = False,
+        name: str = "",
+        clock: Clock = REAL_CLOCK,
+        rng: random.Random | None = None,
+        metrics_provider: MetricsProvider | None = None,
+    ) -> None:
+        _validate(lock, lease_duration, renew_deadline, retry_period, on_started_leading,
+                  on_stopped_leading)
+        assert lock is not None and on_started_leading is not None
+        assert on_stopped_leading is not None
+        self._lock = lock
+        self._identity = lock.identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._on_started_leading = on_started_leading
+        self._on_stopped_leading = on_stopped_leading
+        self._on_new_leader = on_new_leader
+        self.release_on_cancel = release_on_cancel
+        self.name = name
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._metrics: LeaderMetric = (metrics_provider or get_provider()).new_leader_metric()
+
+        # Guards the observed record and time (client-go observedRecordLock).
+        self._observed_lock = threading.Lock()
+        self._observed_record = LeaderElectionRecord()
+        self._observed_time = 0.0
+        # Touched only by the run() thread.
+        self._observed_raw_record: bytes | None = None
+        self._reported_leader = ""
+        self._leader_thread: threading.Thread | None = None
+
+        self._metrics.off(self.name)
+
+    # -- observation -------------------------------------------------------------------------
+
+    @property
+    def lock(self) -> ResourceLock:
+        return self._lock
+
+    def get_leader(self) -> str:
+        """The holder in the last observed record, ``""`` if none was observed yet."""
+        with self._observed_lock:
+            return self._observed_record.holder_identity
+
+    def is_leader(self) -> bool:
+        """Whether the last observed record names this participant as holder."""
+        return self.get_leader() == self._identity
+
+    def check(self, max_tolerable_expired_lease: float) -> str | None:
+        """Health check (client-go ``Check``): ``None`` when healthy, else an error message.
+
+        A leader that has not observed its record for longer than ``lease_duration +
+        max_tolerable_expired_lease`` should have stepped down but did not (a deadlock, say),
+        and reports ``failed election to renew leadership on lease <name>``. A non-leader is
+        always healthy.
+        """
+        with self._observed_lock:
+            leading = self._observed_record.holder_identity == self._identity
+            last = self._observed_time
+        if not leading:
+            return None
+        if self._clock.now() - last > self.lease_duration + max_tolerable_expired_lease:
+            return f"failed election to renew leadership on lease {self.name}"
+        return None
+
+    def _set_observed_record(self, record: LeaderElectionRecord) -> None:
+        with self._observed_lock:
+            self._observed_record = record
+            self._observed_time = self._clock.now()
+
+    def _get_observed_record(self) -> LeaderElectionRecord:
+        with self._observed_lock:
+            return self._observed_record
+
+    def _is_lease_valid(self, now: float) -> bool:
+        with self._observed_lock:
+            return self._observed_time + self._observed_record.lease_duration_seconds > now
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Take part in the election until ``stop`` is set or leadership is lost.
+
+        Call it once per elector. Never raises for lock or callback failures (they are
+        logged). To run again after losing leadership, build a new elector (client-go
+        controllers usually exit instead).
+        """
+        leader_stop = threading.Event()
+        try:
+            if not self._acquire(stop):
+                return
+            self._leader_thread = threading.Thread(
+                target=self._call_started_leading,
+                args=(leader_stop,),
+                name=f"leader-elector-{self.name or self._lock.describe()}",
+                daemon=True,
+            )
+            self._leader_thread.start()
+            self._renew(stop, leader_stop)
+        finally:
+            leader_stop.set()
+            self._metrics.off(self.name)
+            try:
+                self._on_stopped_leading()
+            except Exception:
+                logger.exception("on_stopped_leading failed for lease %s", self._lock.describe())
+
+    def _call_started_leading(self, leader_stop: threading.Event) -> None:
+        try:
+            self._on_started_leading(leader_stop)
+        except Exception:
+            logger.exception("on_started_leading failed for lease %s", self._lock.describe())
+
+    def _acquire(self, stop: threading.Event) -> bool:
+        """Try until acquired (True) or ``stop`` is set (False): client-go ``acquire``."""
+        desc = self._lock.describe()
+        logger.info("attempting to acquire leader lease %s...", desc)
+        while not stop.is_set():
+            succeeded = self._try_acquire_or_renew()
+            self._maybe_report_transition()
+            if succeeded:
+                self._lock_record_event("became leader")
+                self._metrics.on(self.name)
+                logger.info("successfully acquired lease %s", desc)
+                return True
+            logger.debug("failed to acquire lease %s", desc)
+            # wait.JitterUntil(..., RetryPeriod, JitterFactor, sliding=true)
+            wait = self.retry_period * (1.0 + self._rng.random() * JITTER_FACTOR)
+            if self._clock.sleep(wait, stop):
+                break
+        return False
+
+    def _renew(self, stop: threading.Event, leader_stop: threading.Event) -> None:
+        """Renew every ``retry_period`` until a renewal misses ``renew_deadline`` or ``stop``."""
+        desc = self._lock.describe()
+        try:
+            while not stop.is_set():
+                outcome = self._renew_within_deadline(stop)
+                self._maybe_report_transition()
+                if outcome is None:  # stop was set
+                    break
+                if not outcome:
+                    leader_stop.set()
+                    self._metrics.off(self.name)
+                    logger.info(
+                        "failed to renew lease %s: timed out after %ss", desc, self.renew_deadline
+                    )
+                    break
+                logger.debug("successfully renewed lease %s", desc)
+                # wait.Until(..., RetryPeriod): the next round starts a period after this one.
+                if self._clock.sleep(self.retry_period, stop):
+                    break
+            leader_stop.set()
+            if self.release_on_cancel:
+                self._release()
+        finally:
+            self._lock_record_event("stopped leading")
+
+    def _renew_within_deadline(self, stop: threading.Event) -> bool | None:
+        """Retry every ``retry_period`` for up to ``renew_deadline``.
+
+        client-go ``PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate=true)``.
+        Returns True on success, False when the deadline passed, None when ``stop`` was set.
+        """
+        deadline = self._clock.now() + self.renew_deadline
+        while True:
+            if stop.is_set():
+                return None
+            if self._try_acquire_or_renew():
+                return True
+            remaining = deadline - self._clock.now()
+            if remaining <= 0:
+                return False
+            if self._clock.sleep(min(self.retry_period, remaining), stop):
+                return None
+            if self._clock.now() >= deadline:
+                return False
+
+    # -- one attempt -------------------------------------------------------------------------
+
+    def _try_acquire_or_renew(self) -> bool:
+        """One attempt to acquire or renew (client-go ``tryAcquireOrRenew``); True on success."""
+        now = self._clock.now()
+        wall = self._clock.wall()
+        desc = self._lock.describe()
+        lease_seconds = int(self.lease_duration)
+
+        # 1. Fast path: the leader updates optimistically from the record it last wrote.
+        if self.is_leader() and self._is_lease_valid(now):
+            old = self._get_observed_record()
+            record = LeaderElectionRecord(
+                holder_identity=self._identity,
+                lease_duration_seconds=lease_seconds,
+                acquire_time=old.acquire_time,
+                renew_time=wall,
+                leader_transitions=old.leader_transitions,
+            )
+            try:
+                self._lock.update(record)
+            except Exception as e:
+                logger.debug(
+                    "failed to update lease %s optimistically, falling back to slow path: %s",
+                    desc,
+                    e,
+                )
+            else:
+                self._set_observed_record(record)
+                return True
+
+        # 2. Obtain or create the record.
+        try:
+            old, raw = self._lock.get()
+        except Exception as e:
+            if status_code(e) != _HTTP_NOT_FOUND:
+                logger.error("error retrieving lease lock %s: %s", desc, e)
+                return False
+            record = LeaderElectionRecord(
+                holder_identity=self._identity,
+                lease_duration_seconds=lease_seconds,
+                acquire_time=wall,
+                renew_time=wall,
+            )
+            try:
+                self._lock.create(record)
+            except Exception as ce:
+                logger.error("error initially creating lease lock %s: %s", desc, ce)
+                return False
+            self._set_observed_record(record)
+            return True
+
+        # 3. The record changed since we last looked: restart our local expiry timer.
+        if raw != self._observed_raw_record:
+            self._set_observed_record(old)
+            self._observed_raw_record = raw
+        if old.holder_identity and self._is_lease_valid(now) and not self.is_leader():
+            logger.debug(
+                "lease %s is held by %s and has not yet expired", desc, old.holder_identity
+            )
+            return False
+
+        # 4. Take over (a new transition) or renew (keep acquire time and transitions).
+        if self.is_leader():
+            acquire_time, transitions = old.acquire_time, old.leader_transitions
+            self._metrics.slowpath_exercised(self.name)
+        else:
+            acquire_time, transitions = wall, old.leader_transitions + 1
+        record = LeaderElectionRecord(
+            holder_identity=self._identity,
+            lease_duration_seconds=lease_seconds,
+            acquire_time=acquire_time,
+            renew_time=wall,
+            leader_transitions=transitions,
+        )
+        try:
+            self._lock.update(record)
+        except Exception as e:
+            logger.error("failed to update lease %s: %s", desc, e)
+            return False
+        self._set_observed_record(record)
+        return True
+
+    def _release(self) -> bool:
+        """Give the lease up if we hold it (client-go ``release``/``tryRelease``).
+
+        Re-reads the lease; writes holder ``""``, duration 1 s, acquire and renew time now
+        and the transitions unchanged; retries a Conflict until ``renew_deadline`` passes.
+        Unlike client-go, it checks the holder in the record it just read (not only the one it
+        last observed), so it never clears a lease someone else has taken over meanwhile.
+        """
+        desc = self._lock.describe()
+        deadline = self._clock.now() + self.renew_deadline
+        while True:
+            try:
+                old, _ = self._lock.get()
+            except Exception as e:
+                if status_code(e) == _HTTP_NOT_FOUND:
+                    logger.info("lease lock %s not found", desc)
+                else:
+                    logger.error("error retrieving lease lock %s: %s", desc, e)
+                return False
+            if not self.is_leader() or old.holder_identity != self._identity:
+                return True
+            wall = self._clock.wall()
+            record = LeaderElectionRecord(
+                holder_identity="",
+                lease_duration_seconds=1,
+                acquire_time=wall,
+                renew_time=wall,
+                leader_transitions=old.leader_transitions,
+            )
+            try:
+                self._lock.update(record)
+            except Exception as e:
+                if status_code(e) == _HTTP_CONFLICT and self._clock.now() < deadline:
+                    logger.debug("conflict when releasing lease %s, retrying", desc)
+                    continue
+                logger.error("failed to release lease %s: %s", desc, e)
+                return False
+            self._set_observed_record(record)
+            logger.info("released lease %s", desc)
+            return True
+
+    # -- reporting ---------------------------------------------------------------------------
+
+    def _maybe_report_transition(self) -> None:
+        holder = self.get_leader()
+        if holder == self._reported_leader:
+            return
+        self._reported_leader = holder
+        if self._on_new_leader is None:
+            return
+        threading.Thread(
+            target=self._call_new_leader,
+            args=(holder,),
+            name=f"leader-elector-new-leader-{self.name or self._lock.describe()}",
+            daemon=True,
+        ).start()
+
+    def _call_new_leader(self, identity: str) -> None:
+        assert self._on_new_leader is not None
+        try:
+            self._on_new_leader(identity)
+        except Exception:
+            logger.exception("on_new_leader failed for lease %s", self._lock.describe())
+
+    def _lock_record_event(self, s: str) -> None:
+        try:
+            self._lock.record_event(s)
+        except Exception:
+            logger.exception("recording event %r for lease %s failed", s, self._lock.describe())
+
+
+def _validate(
+    lock: ResourceLock | None,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
+    on_started_leading: object,
+    on_stopped_leading: object,
+) -> None:
+    """client-go ``NewLeaderElector``'s checks, in its order and with its messages."""
+    if lease_duration <= renew_deadline:
+        raise LeaderElectionConfigError("leaseDuration must be greater than renewDeadline")
+    if renew_deadline <= JITTER_FACTOR * retry_period:
+        raise LeaderElectionConfigError(
+            "renewDeadline must be greater than retryPeriod*JitterFactor"
+        )
+    if lease_duration <= 0:
+        raise LeaderElectionConfigError("leaseDuration must be greater than zero")
+    if renew_deadline <= 0:
+        raise LeaderElectionConfigError("renewDeadline must be greater than zero")
+    if retry_period <= 0:
+        raise LeaderElectionConfigError("retryPeriod must be greater than zero")
+    if on_started_leading is None:
+        raise LeaderElectionConfigError("OnStartedLeading callback must not be nil")
+    if on_stopped_leading is None:
+        raise LeaderElectionConfigError("OnStoppedLeading callback must not be nil")
+    if lock is None:
+        raise LeaderElectionConfigError("Lock must not be nil.")
+    if not lock.identity:
+        raise LeaderElectionConfigError("Lock identity is empty")

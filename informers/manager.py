@@ -1,0 +1,479 @@
+"""Runs a process's informers, controllers, leader election and probes, in the right order.
+
+controller-runtime ``pkg/manager`` (``internal.go``, ``runnable_group.go``,
+``signals/signal.go``) for this library's pieces. A typical ``main``::
+
+    manager = Manager(api_client, health_address=":8080",
+                      leader_election=LeaderElectionConfig("my-controller", "kube-system"))
+    configmaps = manager.factory.core().v1().config_maps()
+    controller = Controller("configmaps", reconcile, workers=4)
+    controller.watch(configmaps.informer(), EnqueueRequestForObject)
+    manager.add(controller)              # runs only while this replica leads
+    manager.run()                        # SIGTERM/SIGINT stop it; a second one exits at once
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from informers.clock import REAL_CLOCK, Clock
+from informers.controller.controller import Controller
+from informers.errors import AlreadyStartedError, LeaderElectionLostError
+from informers.factory import SharedInformerFactory
+from informers.health_server import HealthCheck, HealthServer
+from informers.leaderelection import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    LeaderElector,
+    LeaseLock,
+)
+from informers.signals import SignalHandler
+
+__all__ = [
+    "CACHES_SYNCED_CHECK",
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "LEADER_ELECTION_CHECK",
+    "LEADER_ELECTION_HEALTH_TOLERANCE",
+    "LeaderElectionConfig",
+    "Manager",
+    "Runnable",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SHUTDOWN_TIMEOUT = 30.0
+"""Seconds the runnables get to stop (controller-runtime manager
+``defaultGracefulShutdownPeriod = 30 * time.Second``)."""
+
+CACHES_SYNCED_CHECK = "caches-synced"
+"""The readiness check that fails until the factory's informers have synced."""
+
+LEADER_ELECTION_CHECK = "leader-election"
+"""The liveness check of a leader that failed to step down (client-go ``HealthzAdaptor``)."""
+
+LEADER_ELECTION_HEALTH_TOLERANCE = 20.0
+"""Seconds past the lease duration a leader may go without renewing before ``/healthz``
+fails: kube-controller-manager's ``leaderelection.NewLeaderHealthzAdaptor(time.Second * 20)``."""
+
+_STOP_POLL = 0.1
+"""Real seconds between checks of the caller's stop event while running (only bounds how fast a
+set stop event is noticed)."""
+
+Runnable = Callable[[threading.Event], Any]
+"""Something the manager runs on its own thread: ``fn(stop_event)`` runs until the event is set
+(controller-runtime ``Runnable.Start(ctx)``), e.g. :meth:`Controller.run
+<informers.controller.controller.Controller.run>`."""
+
+
+def _default_identity() -> str:
+    """``<hostname>_<uuid>``, as controller-runtime's manager builds its lock identity."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """How a :class:`Manager` takes part in leader election on a coordination.k8s.io/v1 Lease.
+
+    Attributes:
+        lease_name: the Lease's name, shared by every replica (controller-runtime
+            ``LeaderElectionID``).
+        lease_namespace: the Lease's namespace.
+        identity: this replica's identity, unique among the replicas; ``None`` for
+            ``<hostname>_<uuid4>`` (controller-runtime's default).
+        lease_duration: seconds a standby waits after last seeing the lease change before it
+            takes over (default 15 s, client-go and controller-runtime).
+        renew_deadline: seconds the leader keeps retrying a renewal before it steps down
+            (default 10 s).
+        retry_period: seconds between attempts (default 2 s).
+        release_on_cancel: release the lease at shutdown, once the leader-only runnables
+            have stopped, so a standby takes over at once instead of after
+            ``lease_duration``. Default ``True`` (controller-runtime defaults to ``False``);
+            the manager skips the release when a leader-only runnable did not stop in time.
+    """
+
+    lease_name: str
+    lease_namespace: str
+    identity: str | None = None
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
+    release_on_cancel: bool = True
+
+
+@dataclass
+class _Runnable:
+    name: str
+    fn: Runnable
+    needs_leader: bool
+    thread: threading.Thread | None = None
+
+
+class Manager:
+    """Holds a process's informer factory, controllers and other runnables, optional leader
+    election and the health and metrics server, and starts and stops them in order.
+
+    **Start order** (controller-runtime ``internal.go`` ``Start``): (1) the health and metrics
+    server, so liveness and metrics answer while caches fill (``/readyz`` fails until step 2
+    ends); (2) the factory's informers, then wait for their caches; (3) the runnables that do
+    not need the leader, each on its own thread; (4) leader election: the runnables that need
+    the leader start when this replica becomes leader (at once without leader election),
+    and :attr:`elected` is set. Every replica runs steps 1-3, so standbys keep warm caches
+    (and their controllers' queues collect keys) and take over without a relist.
+
+    **Stop order** (when the stop event is set, leadership is lost or a runnable raises):
+    (1) stop taking work: every runnable's stop event is set and the runnables get
+    ``shutdown_timeout`` seconds together (a controller drains its reconciles in flight
+    within its own ``drain_timeout``); those still running are logged and listed in
+    :attr:`unstopped`; (2) release the lease (``release_on_cancel``; skipped when a
+    leader-only runnable is still running, so the lease then expires instead); (3) stop the
+    informers (``factory.shutdown()``); (4) stop the health and metrics server.
+
+    Losing the lease while running stops the manager and makes :meth:`start` raise
+    :class:`~informers.errors.LeaderElectionLostError` (controller-runtime exits with
+    "leader election lost"): the process should exit and be restarted.
+
+    Request every informer from :attr:`factory` (and :meth:`Controller.watch
+    <informers.controller.controller.Controller.watch>` it) before :meth:`start`: step 2
+    starts the informers requested so far, and a controller waiting for an informer that was
+    never started waits until it is stopped.
+
+    Thread safety: :meth:`add`, :meth:`add_runnable` and the check methods before
+    :meth:`start`; :meth:`start` once.
+
+    Args:
+        api_client: a ``kubernetes.client.ApiClient`` for the factory and the lease;
+            ``None`` takes the factory's.
+        factory: the informer factory; ``None`` creates one on ``api_client`` (with
+            ``clock``); with neither, the manager runs no informers.
+        leader_election: how to elect a leader; ``None`` runs every runnable at once.
+        health_address: where to serve ``/metrics``, ``/healthz`` and ``/readyz``, e.g.
+            ``":8080"`` or ``"127.0.0.1:0"``; ``None`` or ``"0"`` (controller-runtime's
+            "disabled") serves nothing.
+        metrics_registry: the ``prometheus_client`` registry ``/metrics`` serves; ``None`` for
+            the default registry. Controllers report to it when built with
+            ``metrics=PrometheusMetricsProvider(registry)`` (see :attr:`metrics_provider`).
+        clock: time source of the shutdown timeout, the elector and a factory it creates.
+        shutdown_timeout: seconds the runnables get to stop (:data:`DEFAULT_SHUTDOWN_TIMEOUT`).
+
+    Raises:
+        ValueError: leader election without an API client, or a bad ``health_address``.
+        LeaderElectionConfigError: leader election durations that client-go refuses.
+    """
+
+    def __init__(
+        self,
+        api_client: Any = None,
+        *,
+        factory: SharedInformerFactory | None = None,
+        leader_election: LeaderElectionConfig | None = None,
+        health_address: str | None = None,
+        metrics_registry: Any = None,
+        clock: Clock = REAL_CLOCK,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    ) -> None:
+        if factory is None and api_client is not None:
+            factory = SharedInformerFactory(api_client, clock=clock)
+        if api_client is None and factory is not None:
+            api_client = factory.api_client
+        self.api_client = api_client
+        self.factory = factory
+        self.metrics_registry = metrics_registry
+        self.shutdown_timeout = shutdown_timeout
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._runnables: list[_Runnable] = []
+        self._running: set[str] = set()
+        self._started = False
+        self._stopping = False
+        self._stop_requested = threading.Event()  # leadership lost or a runnable failed
+        self._work_stop = threading.Event()  # the runnables' stop event
+        self._elector_stop = threading.Event()
+        self._elector_thread: threading.Thread | None = None
+        self._leadership_lost = False
+        self._failure: BaseException | None = None
+        self._caches_synced = threading.Event()
+        self._metrics_provider: Any = None
+        self.elected = threading.Event()
+        """Set when the leader-only runnables start: on becoming leader, or right after the
+        other runnables without leader election (controller-runtime ``Elected()``)."""
+        self.unstopped: tuple[str, ...] = ()
+        """Names of the runnables still running when the last shutdown stopped waiting."""
+
+        self.health_server: HealthServer | None = None
+        if health_address is not None and health_address.strip() != "0":
+            self.health_server = HealthServer(health_address, registry=metrics_registry)
+            self.health_server.add_readyz_check(CACHES_SYNCED_CHECK, self._caches_synced.is_set)
+
+        self.elector: LeaderElector | None = None
+        if leader_election is not None:
+            if api_client is None:
+                raise ValueError("leader election needs an api_client (or a factory)")
+            cfg = leader_election
+            lock = LeaseLock(
+                api_client,
+                cfg.lease_namespace,
+                cfg.lease_name,
+                cfg.identity or _default_identity(),
+                # kube-controller-manager bounds each lease request by the renew deadline.
+                request_timeout=cfg.renew_deadline,
+            )
+            self.elector = LeaderElector(
+                lock,
+                lease_duration=cfg.lease_duration,
+                renew_deadline=cfg.renew_deadline,
+                retry_period=cfg.retry_period,
+                on_started_leading=self._on_started_leading,
+                on_stopped_leading=self._on_stopped_leading,
+                release_on_cancel=cfg.release_on_cancel,
+                name=cfg.lease_name,
+                clock=clock,
+            )
+            if self.health_server is not None:
+                elector = self.elector
+                self.health_server.add_healthz_check(
+                    LEADER_ELECTION_CHECK,
+                    lambda: elector.check(LEADER_ELECTION_HEALTH_TOLERANCE),
+                )
+
+    # -- configuration -------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str | None:
+        """This replica's lease identity (``None`` without leader election)."""
+        return self.elector.lock.identity if self.elector is not None else None
+
+    @property
+    def metrics_provider(self) -> Any:
+        """A :class:`~informers.controller.metrics.PrometheusMetricsProvider` on
+        :attr:`metrics_registry`, for ``Controller(..., metrics=manager.metrics_provider)``.
+
+        Raises:
+            ImportError: ``prometheus_client`` is not installed.
+        """
+        with self._lock:
+            if self._metrics_provider is None:
+                from informers.controller.metrics import PrometheusMetricsProvider
+
+                self._metrics_provider = PrometheusMetricsProvider(self.metrics_registry)
+            return self._metrics_provider
+
+    def add(self, controller: Controller, needs_leader: bool = True) -> None:
+        """Run ``controller`` (its :meth:`~Controller.run`) with the manager; by default only
+        while this replica leads. Before :meth:`start`."""
+        self.add_runnable(controller.run, needs_leader=needs_leader, name=controller.name)
+
+    def add_runnable(
+        self, fn: Runnable, needs_leader: bool = False, name: str | None = None
+    ) -> None:
+        """Run ``fn(stop_event)`` on its own thread; it must return soon after the event is
+        set. An exception it raises stops the manager, and :meth:`start` raises it after the
+        shutdown. Before :meth:`start`.
+
+        Raises:
+            AlreadyStartedError: the manager has started.
+        """
+        base = name or getattr(fn, "__qualname__", None) or repr(fn)
+        with self._lock:
+            if self._started:
+                raise AlreadyStartedError(f"cannot add {base!r}: the manager has started")
+            taken = {r.name for r in self._runnables}
+            unique, n = base, 1
+            while unique in taken:
+                n += 1
+                unique = f"{base}#{n}"
+            self._runnables.append(_Runnable(unique, fn, needs_leader))
+
+    def add_healthz_check(self, name: str, check: HealthCheck) -> None:
+        """Add a liveness check to ``/healthz`` (ignored without a health server)."""
+        if self.health_server is not None:
+            self.health_server.add_healthz_check(name, check)
+
+    def add_readyz_check(self, name: str, check: HealthCheck) -> None:
+        """Add a readiness check to ``/readyz`` (ignored without a health server)."""
+        if self.health_server is not None:
+            self.health_server.add_readyz_check(name, check)
+
+    def caches_synced(self) -> bool:
+        """True once the factory's informers have synced during :meth:`start`."""
+        return self._caches_synced.is_set()
+
+    def is_leader(self) -> bool:
+        """Whether this replica runs the leader-only runnables now."""
+        return self.elected.is_set() and not self._stopping
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """:meth:`start` with SIGTERM/SIGINT handling: the first signal stops the manager in
+        order, a second exits the process with code 1. Call from the main thread.
+
+        Raises:
+            LeaderElectionLostError: the lease was lost (exit non-zero).
+        """
+        handler = SignalHandler().install()
+        try:
+            self.start(handler.stop_event)
+        finally:
+            handler.uninstall()
+
+    def start(self, stop_event: threading.Event) -> None:
+        """Start everything in order, block until ``stop_event`` is set (or the lease is lost,
+        or a runnable raises), then stop everything in order.
+
+        Raises:
+            AlreadyStartedError: called twice.
+            LeaderElectionLostError: the lease was lost while running.
+            BaseException: the first exception a runnable raised, after the shutdown.
+            OSError: the health server's address cannot be bound (nothing else started).
+        """
+        with self._lock:
+            if self._started:
+                raise AlreadyStartedError("the manager was already started")
+            self._started = True
+        try:
+            if self._start_all(stop_event):
+                while not self._stop_requested.is_set():
+                    if REAL_CLOCK.wait_event(stop_event, _STOP_POLL):
+                        break
+        finally:
+            self._shutdown()
+        if self._leadership_lost:
+            lease = self.elector.lock.describe() if self.elector is not None else ""
+            raise LeaderElectionLostError(f"leader election lost: lease {lease}")
+        if self._failure is not None:
+            raise self._failure
+
+    def _start_all(self, stop_event: threading.Event) -> bool:
+        """Steps 1-4 of the start order; False when stopped before the caches synced."""
+        if self.health_server is not None:
+            self.health_server.start()
+        if self.factory is not None:
+            logger.info("manager: starting informers and waiting for their caches")
+            self.factory.start()
+            synced = self.factory.wait_for_cache_sync(stop_event)
+            if not all(synced.values()):
+                unsynced = sorted(k for k, ok in synced.items() if not ok)
+                logger.info("manager: stopped before caches synced (%s)", ", ".join(unsynced))
+                return False
+        self._caches_synced.set()
+        logger.info("manager: caches synced")
+        with self._lock:
+            for r in self._runnables:
+                if not r.needs_leader:
+                    self._start_runnable(r)
+        if self.elector is None:
+            self._start_leader_runnables()
+            return True
+        logger.info("manager: starting leader election as %s", self.identity)
+        self._elector_thread = threading.Thread(
+            target=self.elector.run,
+            args=(self._elector_stop,),
+            name="manager-leader-election",
+            daemon=True,
+        )
+        self._elector_thread.start()
+        return True
+
+    def _start_runnable(self, r: _Runnable) -> None:
+        """Start ``r`` on its thread (lock held)."""
+        self._running.add(r.name)
+        r.thread = threading.Thread(
+            target=self._run_runnable, args=(r,), name=f"manager-{r.name}", daemon=True
+        )
+        r.thread.start()
+
+    def _run_runnable(self, r: _Runnable) -> None:
+        try:
+            r.fn(self._work_stop)
+        except BaseException as err:
+            logger.exception("manager: runnable %s failed; stopping the manager", r.name)
+            with self._lock:
+                if self._failure is None:
+                    self._failure = err
+            self._stop_requested.set()
+        finally:
+            with self._cond:
+                self._running.discard(r.name)
+                self._cond.notify_all()
+
+    def _start_leader_runnables(self) -> None:
+        with self._lock:
+            if self._stopping:
+                return
+            leaders = [r for r in self._runnables if r.needs_leader]
+            for r in leaders:
+                self._start_runnable(r)
+        self.elected.set()
+        logger.info("manager: started %d leader-only runnables", len(leaders))
+
+    def _on_started_leading(self, leader_stop: threading.Event) -> None:
+        logger.info("manager: became leader as %s", self.identity)
+        self._start_leader_runnables()
+
+    def _on_stopped_leading(self) -> None:
+        with self._lock:
+            stopping = self._stopping
+            led = self.elected.is_set()
+        if stopping or not led:
+            return
+        logger.error("manager: leader election lost as %s; stopping", self.identity)
+        self._leadership_lost = True
+        self._stop_requested.set()
+
+    def _shutdown(self) -> None:
+        """Steps 1-4 of the stop order."""
+        with self._lock:
+            self._stopping = True
+            runnables = list(self._runnables)
+        self._stop_requested.set()
+
+        # 1. Stop taking work: every runnable sees its stop event and drains.
+        logger.info("manager: stopping runnables (timeout %ss)", self.shutdown_timeout)
+        self._work_stop.set()
+        deadline = self._clock.now() + self.shutdown_timeout
+        with self._cond:
+            while self._running:
+                remaining = deadline - self._clock.now()
+                if remaining <= 0:
+                    break
+                self._clock.wait_condition(self._cond, remaining)
+            unstopped = tuple(sorted(self._running))
+        for name in unstopped:
+            logger.error(
+                "manager: runnable %s did not stop within %ss; abandoning it",
+                name,
+                self.shutdown_timeout,
+            )
+        for r in runnables:
+            if r.thread is not None and r.name not in unstopped:
+                r.thread.join()
+        self.unstopped = unstopped
+
+        # 2. Release the lease (only once nothing it guards is running).
+        if self.elector is not None and self._elector_thread is not None:
+            leaders_running = [r.name for r in runnables if r.needs_leader and r.name in unstopped]
+            if leaders_running and self.elector.release_on_cancel:
+                logger.warning(
+                    "manager: not releasing the lease: %s still running", ", ".join(leaders_running)
+                )
+                self.elector.release_on_cancel = False
+            self._elector_stop.set()
+            self._elector_thread.join()
+
+        # 3. Stop the informers.
+        if self.factory is not None:
+            logger.info("manager: stopping informers")
+            self.factory.shutdown()
+
+        # 4. Stop the servers.
+        if self.health_server is not None:
+            self.health_server.stop()
+        logger.info("manager: stopped")

@@ -1,0 +1,452 @@
+"""Sends list, watch and discovery requests through the official ApiClient, decoding raw bytes.
+
+The official ``kubernetes`` package supplies the configuration, authentication (bearer tokens
+with their refresh hook, client certificates), TLS and the urllib3 connection pool; this module
+only builds URLs, sends GETs through that pool and reads the raw response bytes, never the
+client's model objects:
+
+* a list answer is decoded in one go (:func:`informers.decoder.decode`);
+* a watch answer is read incrementally by :class:`HttpWatchStream`;
+* an HTTP error answer raises :class:`~informers.errors.StatusError` built from the
+  ``metav1.Status`` body (``Retry-After`` honoured); no answer at all (refused, reset, timed
+  out) raises :class:`~informers.errors.ApiConnectionError`.
+
+urllib3 retries configured on the ``ApiClient`` (and the client's own ``client_go_retries``)
+are bypassed (``retries=False``): a refused connection or a 429 must reach the reflector, which
+has client-go's rules for them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+from informers.decoder import decode, decode_event
+from informers.errors import (
+    ApiConnectionError,
+    ResponseDecodeError,
+    StatusError,
+    WatchDecodeError,
+)
+from informers.gc_pause import gc_paused
+from informers.list_watch import (
+    DEFAULT_WATCH_READ_TIMEOUT,
+    WATCH_EVENT_TYPES,
+    WATCH_READ_TIMEOUT_MARGIN,
+    ListOptions,
+    ListResult,
+    TweakFunc,
+    WatchEvent,
+)
+from informers.resources import Resource
+
+__all__ = ["ClientListWatch", "HttpWatchStream", "discover"]
+
+logger = logging.getLogger(__name__)
+
+_LINE_PREFIX = 120  # bytes of an offending line shown in logs
+
+
+def _is_refused(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionRefusedError):
+            return True
+        if isinstance(cur, OSError) and cur.errno == errno.ECONNREFUSED:
+            return True
+        if "Connection refused" in str(cur):
+            return True
+        cur = cur.__cause__ or cur.__context__ or getattr(cur, "reason", None)
+        if not isinstance(cur, BaseException):
+            cur = None
+    return False
+
+
+def _connection_error(exc: BaseException, what: str) -> ApiConnectionError:
+    import urllib3.exceptions as u3
+
+    refused = _is_refused(exc)
+    timeout = isinstance(exc, (u3.TimeoutError, socket.timeout, TimeoutError))
+    return ApiConnectionError(f"{what}: {exc}", refused=refused, timeout=timeout)
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = headers.get("Retry-After") if headers is not None else None
+    if value is None:
+        return None
+    try:
+        seconds = int(str(value).strip())
+    except ValueError:
+        return None  # an HTTP-date: client-go ignores those too
+    return float(seconds) if seconds > 0 else None
+
+
+class _Transport:
+    """GET requests through an ``ApiClient``'s configuration and connection pool."""
+
+    def __init__(self, api_client: Any, connect_timeout: float) -> None:
+        self.api_client = api_client
+        self.connect_timeout = connect_timeout
+
+    def _url_and_headers(self, path: str) -> tuple[str, dict[str, str]]:
+        client = self.api_client
+        headers = {"Accept": "application/json"}
+        if hasattr(client, "param_serialize"):  # kubernetes >= 36 (openapi-generator "python")
+            _, url, headers, _, _ = client.param_serialize(
+                "GET", path, header_params=headers, auth_settings=["BearerToken"]
+            )
+            return url, dict(headers)
+        # kubernetes <= 35 ("python-legacy"): default headers plus auth by hand.
+        headers.update(getattr(client, "default_headers", {}) or {})
+        if getattr(client, "cookie", None):
+            headers["Cookie"] = client.cookie
+        client.update_params_for_auth(headers, [], ["BearerToken"])
+        return client.configuration.host + path, headers
+
+    def get(self, path: str, query: list[tuple[str, str]], read_timeout: float | None,
+            what: str) -> Any:
+        """Send the GET; return the urllib3 response (status 200, body not yet read)."""
+        import urllib3
+
+        url, headers = self._url_and_headers(path)
+        if query:
+            url += "?" + urlencode(query)
+        pool = self.api_client.rest_client.pool_manager
+        timeout = urllib3.Timeout(connect=self.connect_timeout, read=read_timeout)
+        try:
+            resp = pool.request(
+                "GET", url, headers=headers, timeout=timeout, preload_content=False,
+                retries=False, redirect=False,
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _connection_error(exc, what) from exc
+        if resp.status == 200:
+            return resp
+        try:
+            body = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError):
+            body = b""
+        finally:
+            resp.release_conn()
+        raise _status_error(resp.status, body, _retry_after(resp.headers))
+
+
+def _status_error(code: int, body: bytes, retry_after: float | None) -> StatusError:
+    try:
+        status = decode(body) if body else None
+    except ValueError:
+        status = None
+    if isinstance(status, dict) and status.get("kind") == "Status":
+        if not isinstance(status.get("code"), int):
+            status["code"] = code
+        return StatusError(status, retry_after)
+    text = body[:200].decode("utf-8", "replace")
+    return StatusError.from_code(code, text, retry_after)
+
+
+def _list_result(body: bytes, what: str) -> ListResult:
+    try:
+        doc = decode(body)
+    except ValueError as exc:
+        raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ResponseDecodeError(f"{what}: list response is not a JSON object")
+    if doc.get("kind") == "Table":
+        raise ResponseDecodeError(
+            f"{what}: unsupported list gvk {doc.get('apiVersion')}, Kind=Table"
+        )
+    items = doc.get("items")
+    if items is None:
+        items = []
+    elif not isinstance(items, list):
+        raise ResponseDecodeError(f"{what}: list response 'items' is not a list")
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    remaining = meta.get("remainingItemCount")
+    return ListResult(
+        items=items,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        continue_=meta.get("continue") or None,
+        remaining_item_count=remaining if isinstance(remaining, int) else None,
+    )
+
+
+def discover(api_client: Any, group: str, version: str, plural: str,
+              connect_timeout: float, read_timeout: float) -> tuple[str, bool]:
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    what = f"discovery of {plural}.{group}/{version}"
+    try:
+        resp = _Transport(api_client, connect_timeout).get(path, [], read_timeout, what)
+        try:
+            doc = decode(resp.read())
+        finally:
+            resp.release_conn()
+        for entry in doc.get("resources") or []:
+            if isinstance(entry, dict) and entry.get("name") == plural:
+                return str(entry.get("kind") or ""), bool(entry.get("namespaced", True))
+        logger.warning("%s: %s not in %s; assuming a namespaced resource of unknown kind",
+                       what, plural, path)
+    except Exception as exc:  # discovery is best effort: the informer must still be buildable
+        logger.warning("%s failed (%s); assuming a namespaced resource of unknown kind",
+                       what, exc)
+    return "", True
+
+
+class ClientListWatch:
+    """The list and watch functions of :meth:`ListWatch.from_client`."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        resource: Resource,
+        namespace: str | None,
+        field_selector: str | None,
+        label_selector: str | None,
+        tweak: TweakFunc | None,
+        connect_timeout: float,
+        list_read_timeout: float,
+    ) -> None:
+        self.transport = _Transport(api_client, connect_timeout)
+        self.resource = resource
+        self.path = resource.path(namespace)
+        self.field_selector = field_selector
+        self.label_selector = label_selector
+        self.tweak = tweak
+        self.list_read_timeout = list_read_timeout
+        self.what = str(resource) + (f" in {namespace}" if namespace and resource.namespaced
+                                     else "")
+
+    def _options(self, options: ListOptions) -> ListOptions:
+        opts = dataclasses.replace(options)
+        if self.field_selector:
+            opts.field_selector = self.field_selector
+        if self.label_selector:
+            opts.label_selector = self.label_selector
+        if self.tweak is not None:
+            self.tweak(opts)
+        return opts
+
+    def list(self, options: ListOptions) -> ListResult:
+        import urllib3
+
+        opts = self._options(options)
+        read_timeout = opts.read_timeout or self.list_read_timeout
+        what = f"list {self.what}"
+        resp = self.transport.get(self.path, opts.to_query(watch=False), read_timeout, what)
+        try:
+            body = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            resp.close()
+            raise _connection_error(exc, what) from exc
+        finally:
+            resp.release_conn()
+        with gc_paused():
+            return _list_result(body, what)
+
+    def watch(self, options: ListOptions) -> HttpWatchStream:
+        opts = self._options(options)
+        if opts.read_timeout is not None:
+            read_timeout = opts.read_timeout
+        elif opts.timeout_seconds:
+            read_timeout = opts.timeout_seconds + WATCH_READ_TIMEOUT_MARGIN
+        else:
+            read_timeout = DEFAULT_WATCH_READ_TIMEOUT
+        what = f"watch {self.what} at rv={opts.resource_version or '(latest)'}"
+        resp = self.transport.get(self.path, opts.to_query(watch=True), read_timeout, what)
+        return HttpWatchStream(resp, what)
+
+
+class HttpWatchStream:
+    """Reads a watch response incrementally and yields its events.
+
+    The body is newline-delimited JSON sent in HTTP chunks that need not align with lines:
+    partial lines are kept until their newline arrives. A line that does not decode, or an
+    event of an unknown type, is logged (with the stream's description and the line's first
+    bytes) and skipped; the next line is read as usual.
+
+    The stream ends when the server closes it, when the connection breaks or the read timeout
+    expires (``error`` then holds an :class:`ApiConnectionError`; this is a normal end for the
+    reflector, which re-watches from its last version), or when :meth:`close` is called.
+
+    Thread safety: iterate from one thread; :meth:`close` from any thread. ``iter()`` always
+    returns the same iterator, so iteration can be resumed.
+
+    Attributes:
+        description: what is watched, for logs.
+        error: why the stream ended early, or ``None``.
+        events: events yielded so far.
+        decode_errors: undecodable lines skipped.
+        unknown_events: events of unknown types skipped.
+    """
+
+    def __init__(self, response: Any, description: str = "watch") -> None:
+        self._resp = response
+        self.description = description
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reading = False
+        self._released = False
+        self.error: ApiConnectionError | None = None
+        self.events = 0
+        self.decode_errors = 0
+        self.unknown_events = 0
+        self._iterator: Iterator[WatchEvent] | None = None
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        # One iterator per stream: a second iter() continues where the first stopped (the
+        # reflector reads a streaming list's initial events, then keeps watching).
+        if self._iterator is None:
+            self._iterator = self._events()
+        return self._iterator
+
+    def __enter__(self) -> HttpWatchStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Release the connection; a blocked reader wakes up and its iteration ends."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            reading = self._reading
+        if reading:
+            self._shutdown_socket()  # the reader releases the response on its way out
+        else:
+            self._release(reuse=False)
+
+    def _shutdown_socket(self) -> None:
+        """Shut the socket down so a reader blocked in ``recv`` returns at once."""
+        resp = self._resp
+        shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3: made for this
+        if shutdown is not None:
+            try:
+                shutdown()
+                return
+            except (ValueError, RuntimeError, OSError):
+                pass
+        sock = getattr(getattr(resp, "connection", None), "sock", None)
+        if sock is None:  # a "Connection: close" response owns the socket through its file
+            raw = getattr(getattr(getattr(resp, "_fp", None), "fp", None), "raw", None)
+            sock = getattr(raw, "_sock", None)
+        if sock is None:
+            return
+        try:
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _release(self, reuse: bool) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        resp = self._resp
+        try:
+            if not reuse:
+                resp.close()  # closes the connection: never reuse a half-read stream
+            resp.release_conn()
+        except Exception:  # releasing must never raise into the caller
+            logger.debug("%s: error releasing the connection", self.description, exc_info=True)
+
+    def _chunks(self) -> Iterator[bytes]:
+        resp = self._resp
+        if getattr(resp, "chunked", False) and resp.supports_chunked_reads():
+            yield from resp.read_chunked(None, decode_content=True)
+            return
+        while True:
+            data = resp.read1(65536)
+            if not data:
+                return
+            yield data
+
+    def _event(self, line: bytes) -> WatchEvent | None:
+        try:
+            etype, obj = decode_event(line)
+        except WatchDecodeError as exc:
+            self.decode_errors += 1
+            logger.warning("%s: skipping undecodable watch line (%d bytes, starts %r): %s",
+                           self.description, len(line), exc.line_prefix, exc)
+            return None
+        if etype not in WATCH_EVENT_TYPES:
+            self.unknown_events += 1
+            logger.warning("%s: skipping watch event of unknown type %r (line starts %r)",
+                           self.description, etype, bytes(line[:_LINE_PREFIX]))
+            return None
+        self.events += 1
+        return WatchEvent(etype, obj)
+
+    def _events(self) -> Iterator[WatchEvent]:
+        import urllib3
+
+        with self._lock:
+            if self._closed:
+                return
+            self._reading = True
+        reuse = False
+        pending: list[bytes] = []
+        event: WatchEvent | None
+        try:
+            for chunk in self._chunks():
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    pending.append(chunk)
+                    continue
+                if pending:
+                    pending.append(chunk[:nl])
+                    line = b"".join(pending)
+                    pending = []
+                else:
+                    line = chunk[:nl]
+                if line.strip():
+                    event = self._event(line)
+                    if event is not None:
+                        yield event
+                        if self._closed:
+                            return
+                pos = nl + 1
+                while True:
+                    nl = chunk.find(b"\n", pos)
+                    if nl < 0:
+                        break
+                    line = chunk[pos:nl]
+                    if line.strip():
+                        event = self._event(line)
+                        if event is not None:
+                            yield event
+                            if self._closed:
+                                return
+                    pos = nl + 1
+                if pos < len(chunk):
+                    pending.append(chunk[pos:])
+            tail = b"".join(pending)
+            if tail.strip() and not self._closed:
+                event = self._event(tail)  # a last line without its newline
+                if event is not None:
+                    yield event
+            reuse = not self._closed
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            # ValueError/AttributeError: reading a response another thread just closed.
+            if not self._closed:
+                self.error = _connection_error(exc, self.description)
+                logger.info("%s: watch stream ended: %s", self.description, exc)
+        finally:
+            with self._lock:
+                self._reading = False
+                self._closed = True
+            self._release(reuse=reuse)

@@ -1,0 +1,774 @@
+"""Keeps a store equal to the API server's contents of one resource by listing and watching.
+
+client-go ``tools/cache/reflector.go``, written as an explicit state machine: :meth:`Reflector.step`
+takes the current :class:`ReflectorState`, does one thing (a list, one watch connection, one
+backoff wait) and returns the next state. ``run`` is the loop around it. The states:
+
+``LIST``
+    Entered at start (unless streaming), after ``BACKOFF_RELIST``, and when a streaming list
+    fails. Lists page by page (:class:`~informers.list_watch.ListPager`) at
+    :meth:`~Reflector.relist_resource_version` ("0" first, then the last synced version, ""
+    only after a list answered 410 Expired/Gone or "too large resource version"; on such an
+    answer the list is retried at once at ""), calls ``store.replace(items, rv)`` (never
+    per-item adds) and then records ``rv``. Left for ``WATCH`` on success, for
+    ``BACKOFF_RELIST`` on error.
+``STREAM``
+    Only with ``use_watch_list``: the streaming list (``sendInitialEvents=true``). Events go
+    into a temporary store until the ``k8s.io/initial-events-end`` bookmark; then
+    ``store.replace(temp, bookmark_rv)`` and the same stream is handed to ``WATCH``. Left for
+    ``BACKOFF_STREAM`` on connection refused / 429, for ``STREAM`` (at rv "") after 410 or
+    "too large", for ``STREAM`` when the stream ended before the bookmark, and for ``LIST``
+    (the fallback) on any other error.
+``WATCH``
+    One watch connection at the last synced version (``allowWatchBookmarks``, randomised
+    ``timeoutSeconds``), consumed until it ends. A normal end (server timeout, EOF, dropped or
+    timed-out connection) re-enters ``WATCH`` at once, from the last version, without a
+    relist. Connection refused and 429 (status or ERROR event) go to ``BACKOFF_WATCH``.
+    Everything else -- 410 as status or ERROR event, other errors, a "very short watch"
+    (closed within 1 s without events) -- goes to ``BACKOFF_RELIST``; the relist then uses the
+    last synced version, not "" (client-go: "LIST call with ResourceVersion=RV already has a
+    semantic that it returns data at least as fresh as provided RV").
+``BACKOFF_WATCH`` / ``BACKOFF_STREAM`` / ``BACKOFF_RELIST``
+    Wait the next :class:`~informers.backoff.Backoff` delay (at least the server's
+    ``Retry-After``), then go to ``WATCH``, ``STREAM`` or ``LIST``/``STREAM`` respectively.
+    Entering ``BACKOFF_RELIST`` ends a list-and-watch cycle (client-go's ``ListAndWatch``
+    returned): client-go waits a backoff step after *every* such return, successful or not.
+``STOPPED``
+    The stop event was set; ``run`` returns.
+
+Threads: ``run`` executes the states on the caller's thread. Besides it, a stopper thread waits
+for the stop event and then closes the open watch stream and wakes any wait, so ``run`` returns
+promptly; each list runs on a short-lived thread so that a stop does not wait for a slow list
+(that thread is abandoned on stop and ends with its request, bounded by the read timeout); and
+while watching, a resync thread calls ``store.resync()`` every ``resync_period``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from informers.backoff import Backoff
+from informers.clock import REAL_CLOCK, Clock
+from informers.errors import (
+    StatusError,
+    VeryShortWatchError,
+    WatchDecodeError,
+    is_connection_refused,
+    is_expired,
+    is_too_large_resource_version,
+    is_too_many_requests,
+)
+from informers.gc_pause import gc_paused
+from informers.keys import deletion_handling_meta_namespace_key_func
+from informers.list_watch import (
+    DEFAULT_PAGE_SIZE,
+    ListOptions,
+    ListPager,
+    ListResult,
+    ListWatch,
+    WatchEvent,
+    WatchStream,
+)
+
+__all__ = [
+    "DEFAULT_MIN_WATCH_TIMEOUT",
+    "INITIAL_EVENTS_ANNOTATION",
+    "Reflector",
+    "ReflectorMetrics",
+    "ReflectorState",
+    "StoreLike",
+    "default_watch_error_handler",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MIN_WATCH_TIMEOUT = 300.0
+"""client-go reflector.go ``defaultMinWatchTimeout`` (5 min); the maximum is twice the minimum."""
+
+INITIAL_EVENTS_ANNOTATION = "k8s.io/initial-events-end"
+"""metav1 ``InitialEventsAnnotationKey``: marks the bookmark that ends a streaming list."""
+
+VERY_SHORT_WATCH = 1.0
+"""client-go reflector.go ``handleAnyWatch``: a watch that ends within 1 s with no event is an
+error."""
+
+
+class StoreLike(Protocol):
+    """What the reflector writes to: a DeltaFIFO, an Indexer or an UndeltaStore."""
+
+    def add(self, obj: Any) -> None: ...
+
+    def update(self, obj: Any) -> None: ...
+
+    def delete(self, obj: Any) -> None: ...
+
+    def replace(self, objects: list[Any], resource_version: str) -> None: ...
+
+    def resync(self) -> None: ...
+
+
+class ReflectorState(enum.Enum):
+    """The states of :meth:`Reflector.step` (see the module docstring)."""
+
+    LIST = "list"
+    STREAM = "stream"
+    WATCH = "watch"
+    BACKOFF_WATCH = "backoff_watch"
+    BACKOFF_STREAM = "backoff_stream"
+    BACKOFF_RELIST = "backoff_relist"
+    STOPPED = "stopped"
+
+
+@dataclass
+class ReflectorMetrics:
+    """Counters of one reflector, written by its thread only (reads may be a moment stale).
+
+    ``lists_total`` counts list operations (a paginated list is one; the immediate retry at
+    "" after a 410 is another), ``watches_total`` watch requests (streaming ones included).
+    """
+
+    lists_total: int = 0
+    list_errors_total: int = 0
+    watches_total: int = 0
+    watch_errors_total: int = 0
+    events_total: int = 0
+    last_error: BaseException | None = None
+
+
+WatchErrorHandler = Callable[["Reflector", BaseException], None]
+
+
+def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
+    """Log a list-and-watch failure (client-go ``DefaultWatchErrorHandler``).
+
+    410 Expired/Gone is routine after a disconnect: logged at debug. Anything else at error.
+    """
+    if is_expired(err):
+        logger.debug("%s: watch of %s closed with: %s", reflector.name,
+                     reflector.type_description, err)
+    else:
+        logger.error("%s: Failed to watch %s: %s", reflector.name,
+                     reflector.type_description, err)
+
+
+class _TempStore:
+    """The streaming list's temporary store: key -> object, insertion-ordered, one thread."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Any] = {}
+
+    def add(self, obj: Any) -> None:
+        self.items[deletion_handling_meta_namespace_key_func(obj)] = obj
+
+    update = add
+
+    def delete(self, obj: Any) -> None:
+        self.items.pop(deletion_handling_meta_namespace_key_func(obj), None)
+
+
+_STOPPED = object()  # result of an interrupted list
+
+
+class Reflector:
+    """Lists and watches one resource into ``store``, following client-go's rules.
+
+    Contract:
+
+    * **One writer.** The reflector is the only writer of ``store`` while it runs; it calls
+      ``replace`` after every (re)list, and ``add``/``update``/``delete(obj)`` for ADDED,
+      MODIFIED and DELETED events, in the order the server sent them. Bookmarks never reach
+      the store. ``resync()`` is called from the resync thread.
+    * **Versions.** :meth:`last_sync_resource_version` is "" before the first sync, then the
+      version of the last list or event applied; it never goes back except to restart from a
+      list. It is thread-safe.
+    * ``run(stop)`` blocks until ``stop`` is set and never raises; errors go to
+      ``watch_error_handler`` (list-and-watch failures) or the log (watch ends).
+
+    Args:
+        list_watch: the ListWatch to use.
+        store: see :class:`StoreLike`.
+        name: for logs; default the resource's name.
+        expected_kind: watch objects with a different ``kind`` are dropped and logged
+            (objects without ``kind`` pass). Default ``list_watch.resource.kind``.
+        resync_period: seconds between resync checks while watching; ``0`` disables.
+        should_resync: asked before each resync; ``None`` means always.
+        clock: every wait goes through it (use FakeClock in tests).
+        page_size: list page size; ``None``/``0`` applies client-go's policy (500 for
+            versions "" and "0", unpaginated otherwise unless the first list came back
+            paginated).
+        min_watch_timeout: honoured only if above 300 s (client-go ``MinWatchTimeout``); the
+            timeout of each watch is a random whole number of seconds in ``[min, 2*min)``.
+        watch_error_handler: called with list-and-watch errors; default
+            :func:`default_watch_error_handler`.
+        backoff: delays between attempts; default client-go's (0.8 s doubling to 30 s, jitter
+            1.0, reset after 2 min) on ``clock`` and ``rng``.
+        use_watch_list: try the streaming list first (client-go ``WatchListClient``).
+        read_timeout: client-side read timeout of each watch connection, so a silently dead
+            connection is noticed; ``None`` lets the ListWatch use ``timeoutSeconds + 30 s``.
+        rng: random source for watch timeouts (and the default backoff's jitter).
+
+    Attributes:
+        name: for logs and thread names.
+        metrics: :class:`ReflectorMetrics` counters.
+        backoff: the :class:`~informers.backoff.Backoff` in use.
+        last_backoff: the last delay waited, in seconds (``None`` before any).
+    """
+
+    def __init__(
+        self,
+        list_watch: ListWatch,
+        store: StoreLike,
+        *,
+        name: str | None = None,
+        expected_kind: str | None = None,
+        resync_period: float = 0.0,
+        should_resync: Callable[[], bool] | None = None,
+        clock: Clock = REAL_CLOCK,
+        page_size: int | None = None,
+        min_watch_timeout: float = DEFAULT_MIN_WATCH_TIMEOUT,
+        watch_error_handler: WatchErrorHandler | None = None,
+        backoff: Backoff | None = None,
+        use_watch_list: bool = False,
+        read_timeout: float | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        resource = getattr(list_watch, "resource", None)
+        self.list_watch = list_watch
+        self.store = store
+        self.name = name or (str(resource) if resource is not None else "reflector")
+        if expected_kind is None and resource is not None and resource.kind:
+            expected_kind = resource.kind
+        self.expected_kind = expected_kind
+        self.type_description = expected_kind or (str(resource) if resource else "<unspecified>")
+        self.resync_period = resync_period
+        self.should_resync = should_resync
+        self.page_size = page_size or 0
+        if min_watch_timeout > DEFAULT_MIN_WATCH_TIMEOUT:
+            self.min_watch_timeout = min_watch_timeout
+        else:
+            self.min_watch_timeout = DEFAULT_MIN_WATCH_TIMEOUT
+        self.max_watch_timeout = 2 * self.min_watch_timeout
+        self.watch_error_handler = watch_error_handler or default_watch_error_handler
+        self.use_watch_list = use_watch_list
+        self.read_timeout = read_timeout
+        self.metrics = ReflectorMetrics()
+        self._clock = clock
+        self._rng = rng if rng is not None else random.Random()
+        self.backoff = backoff if backoff is not None else Backoff(clock=clock, rng=self._rng)
+        self._update_rv_hook = getattr(store, "update_resource_version", None)
+        self._bookmark_hook = getattr(store, "bookmark", None)
+
+        self._rv_lock = threading.Lock()
+        self._last_sync_rv = ""
+        self._rv_unavailable = False
+        self._paginated_result = False
+
+        self._lock = threading.Lock()  # guards the fields below (shared with the stopper)
+        self._stop = threading.Event()
+        self._stream: WatchStream | None = None
+        self._waits: set[threading.Event] = set()
+        self._cycle_halt: threading.Event | None = None
+        self._resync_thread: threading.Thread | None = None
+        self._resync_error: BaseException | None = None
+        self._pending_stream: tuple[WatchStream, Iterator[WatchEvent]] | None = None
+        self._retry_after: float | None = None
+        self.last_backoff: float | None = None
+
+    # -- versions --------------------------------------------------------------------------------
+
+    def last_sync_resource_version(self) -> str:
+        """The version of the last list or event applied; "" before the first sync."""
+        with self._rv_lock:
+            return self._last_sync_rv
+
+    def _set_last_sync_rv(self, rv: str) -> None:
+        with self._rv_lock:
+            self._last_sync_rv = rv
+
+    def relist_resource_version(self) -> str:
+        """The version the next list asks for (client-go ``relistResourceVersion``).
+
+        "" (a consistent read) while the last list answered 410 or "too large"; "0" (served
+        from the watch cache) before the first sync; else the last synced version, so the
+        cache never goes back in time.
+        """
+        with self._rv_lock:
+            if self._rv_unavailable:
+                return ""
+            return self._last_sync_rv or "0"
+
+    def _rewatch_resource_version(self) -> str:
+        with self._rv_lock:
+            return "" if self._rv_unavailable else self._last_sync_rv
+
+    def _set_rv_unavailable(self, value: bool) -> None:
+        with self._rv_lock:
+            self._rv_unavailable = value
+
+    def _watch_timeout(self) -> int:
+        lo, hi = self.min_watch_timeout, self.max_watch_timeout
+        return int(lo + self._rng.random() * (hi - lo))
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """List and watch until ``stop`` is set; close everything and return. Never raises."""
+        logger.debug("%s: starting reflector for %s (resync %.3gs)", self.name,
+                     self.type_description, self.resync_period)
+        self._stop = stop
+        stopper = threading.Thread(target=self._stopper, args=(stop,),
+                                   name=f"reflector-{self.name}-stopper", daemon=True)
+        stopper.start()
+        state = ReflectorState.STREAM if self.use_watch_list else ReflectorState.LIST
+        try:
+            while state is not ReflectorState.STOPPED:
+                if stop.is_set():
+                    break
+                try:
+                    state = self.step(state)
+                except Exception as exc:  # a bug or a misbehaving store/ListWatch: keep going
+                    logger.exception("%s: unexpected error in state %s", self.name, state.name)
+                    self._note_error(exc)
+                    state = ReflectorState.BACKOFF_RELIST
+        finally:
+            self._end_cycle()
+            with self._lock:
+                stream, self._stream = self._stream, None
+                pending, self._pending_stream = self._pending_stream, None
+            for s in (stream, pending[0] if pending else None):
+                if s is not None:
+                    s.close()
+            if stop.is_set():  # else (a BaseException) the daemon stopper waits for stop
+                stopper.join()
+            logger.debug("%s: stopped reflector for %s", self.name, self.type_description)
+
+    def _stopper(self, stop: threading.Event) -> None:
+        self._clock.wait_event(stop, None)
+        with self._lock:
+            stream = self._stream
+            waits = list(self._waits)
+            halt = self._cycle_halt
+        for ev in waits:
+            ev.set()
+        if halt is not None:
+            halt.set()
+        if stream is not None:
+            stream.close()
+
+    def step(self, state: ReflectorState) -> ReflectorState:
+        """Do the work of ``state`` once and return the next state."""
+        if self._stop.is_set():
+            return ReflectorState.STOPPED
+        if state is ReflectorState.LIST:
+            return self._step_list()
+        if state is ReflectorState.WATCH:
+            return self._step_watch()
+        if state is ReflectorState.STREAM:
+            return self._step_stream()
+        if state is ReflectorState.BACKOFF_WATCH:
+            return self._wait_backoff(ReflectorState.WATCH)
+        if state is ReflectorState.BACKOFF_STREAM:
+            return self._wait_backoff(ReflectorState.STREAM)
+        if state is ReflectorState.BACKOFF_RELIST:
+            self._end_cycle()
+            nxt = ReflectorState.STREAM if self.use_watch_list else ReflectorState.LIST
+            return self._wait_backoff(nxt)
+        return ReflectorState.STOPPED
+
+    def _wait_backoff(self, nxt: ReflectorState) -> ReflectorState:
+        delay = self.backoff.step()
+        retry_after, self._retry_after = self._retry_after, None
+        if retry_after is not None and retry_after > delay:
+            delay = retry_after
+        self.last_backoff = delay
+        if self._clock.sleep(delay, self._stop):
+            return ReflectorState.STOPPED
+        return nxt
+
+    def _note_error(self, exc: BaseException) -> None:
+        self.metrics.last_error = exc
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(retry_after, (int, float)):
+            self._retry_after = float(retry_after)
+
+    def _handle_error(self, exc: BaseException) -> None:
+        """A list-and-watch failure: record it and call the watch error handler."""
+        self._note_error(exc)
+        try:
+            self.watch_error_handler(self, exc)
+        except Exception:
+            logger.exception("%s: watch error handler failed", self.name)
+
+    # -- list ------------------------------------------------------------------------------------
+
+    def _page_size_for(self, rv: str) -> int:
+        # client-go reflector.go list(): explicit page size, else keep paginating if the
+        # initial list was paginated, else unpaginated for rv other than ""/"0" (so the watch
+        # cache can serve it), else the pager's default 500.
+        if self.page_size:
+            return self.page_size
+        if self._paginated_result:
+            return DEFAULT_PAGE_SIZE
+        if rv not in ("", "0"):
+            return 0
+        return DEFAULT_PAGE_SIZE
+
+    def _list_all(self, rv: str) -> tuple[ListResult, bool]:
+        pager = ListPager(self.list_watch.list, self._page_size_for(rv))
+        self.metrics.lists_total += 1
+        try:
+            return pager.list(ListOptions(resource_version=rv or None))
+        except Exception as exc:
+            if not (is_expired(exc) or is_too_large_resource_version(exc)):
+                raise
+            logger.info("%s: list at rv=%r answered %s; listing again at the latest version",
+                        self.name, rv, exc)
+            self._set_rv_unavailable(True)
+            self.metrics.lists_total += 1
+            return pager.list(ListOptions(resource_version=self.relist_resource_version() or None))
+
+    def _interruptible(self, fn: Callable[[], Any], what: str) -> Any:
+        """Run ``fn`` on a helper thread; return its result, or ``_STOPPED`` on stop."""
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["result"] = fn()
+            except BaseException as exc:  # handed to the caller's thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        with self._lock:
+            self._waits.add(done)
+        thread = threading.Thread(target=target, name=f"reflector-{self.name}-{what}", daemon=True)
+        thread.start()
+        try:
+            if self._stop.is_set():
+                return _STOPPED
+            self._clock.wait_event(done, None)
+        finally:
+            with self._lock:
+                self._waits.discard(done)
+        if "error" in box:
+            raise box["error"]
+        if "result" not in box:
+            return _STOPPED
+        thread.join()
+        return box["result"]
+
+    def _step_list(self) -> ReflectorState:
+        rv = self.relist_resource_version()
+        with gc_paused():
+            try:
+                got = self._interruptible(lambda: self._list_all(rv), "list")
+            except Exception as exc:
+                self.metrics.list_errors_total += 1
+                self._handle_error(exc)
+                return ReflectorState.BACKOFF_RELIST
+            if got is _STOPPED:
+                return ReflectorState.STOPPED
+            result, paginated = got
+            if rv == "0" and paginated:
+                self._paginated_result = True
+            self._set_rv_unavailable(False)
+            try:
+                self.store.replace(result.items, result.resource_version)
+            except Exception as exc:
+                self._handle_error(exc)
+                return ReflectorState.BACKOFF_RELIST
+            self._set_last_sync_rv(result.resource_version)
+            count = len(result.items)
+        logger.debug("%s: listed %d %s at rv=%s", self.name, count, self.type_description,
+                     self.last_sync_resource_version())
+        self._start_cycle()
+        return ReflectorState.WATCH
+
+    # -- watch -----------------------------------------------------------------------------------
+
+    def _set_stream(self, stream: WatchStream | None) -> bool:
+        """Register the open stream for the stopper; False (and close it) if stopping."""
+        with self._lock:
+            self._stream = stream
+        if stream is not None and self._stop.is_set():
+            stream.close()
+            return False
+        return True
+
+    def _step_watch(self) -> ReflectorState:
+        with self._lock:
+            pending, self._pending_stream = self._pending_stream, None
+        start = self._clock.now()
+        propagate = True
+        if pending is not None:
+            stream, it = pending
+        else:
+            rv = self.last_sync_resource_version()
+            options = ListOptions(
+                resource_version=rv or None,
+                timeout_seconds=self._watch_timeout(),
+                allow_watch_bookmarks=True,
+                read_timeout=self.read_timeout,
+            )
+            # A watch from ""/"0" starts with synthetic ADDED events in no version order:
+            # do not move the version until another kind of event arrives (client-go v0.36).
+            propagate = rv not in ("", "0")
+            self.metrics.watches_total += 1
+            try:
+                stream = self.list_watch.watch(options)
+            except Exception as exc:
+                if self._stop.is_set():
+                    return ReflectorState.STOPPED
+                self.metrics.watch_errors_total += 1
+                if is_connection_refused(exc) or is_too_many_requests(exc):
+                    logger.info("%s: watch failed (%s); backing off", self.name, exc)
+                    self._note_error(exc)
+                    return ReflectorState.BACKOFF_WATCH
+                self._handle_error(exc)
+                return ReflectorState.BACKOFF_RELIST
+            if not self._set_stream(stream):
+                return ReflectorState.STOPPED
+            it = iter(stream)
+        try:
+            err, _, _ = self._consume(it, start, propagate, self.store, exit_on_end=False)
+        finally:
+            self._set_stream(None)
+            stream.close()
+        if self._stop.is_set():
+            return ReflectorState.STOPPED
+        with self._lock:
+            resync_error, self._resync_error = self._resync_error, None
+        if resync_error is not None:
+            self._handle_error(resync_error)
+            return ReflectorState.BACKOFF_RELIST
+        if err is None:
+            return ReflectorState.WATCH  # normal end: resume from the last version
+        self.metrics.watch_errors_total += 1
+        self._note_error(err)
+        if is_expired(err):
+            logger.debug("%s: watch of %s closed: %s", self.name, self.type_description, err)
+        elif is_too_many_requests(err):
+            logger.info("%s: watch returned 429; backing off", self.name)
+            return ReflectorState.BACKOFF_WATCH
+        else:
+            logger.warning("%s: watch of %s ended with: %s", self.name,
+                           self.type_description, err)
+        return ReflectorState.BACKOFF_RELIST
+
+    def _consume(
+        self,
+        it: Iterator[WatchEvent],
+        start: float,
+        propagate: bool,
+        store: Any,
+        exit_on_end: bool,
+    ) -> tuple[BaseException | None, bool, str]:
+        """Apply a stream's events to ``store`` until it ends (client-go ``handleAnyWatch``).
+
+        Returns ``(error, initial_events_end_seen, last_rv_seen)``. ``error`` is the ERROR
+        event's StatusError or a VeryShortWatchError; ``None`` for a normal end. With
+        ``exit_on_end`` it returns as soon as the initial-events-end bookmark arrives, leaving
+        the stream open. Versions go to the reflector only when ``store`` is its own store.
+        """
+        own = store is self.store
+        add, update, delete = store.add, store.update, store.delete
+        expected_kind = self.expected_kind
+        stop = self._stop
+        besides_added = False
+        end_seen = False
+        last_rv = ""
+        count = 0
+        while True:
+            try:
+                event = next(it)
+            except StopIteration:
+                break
+            except WatchDecodeError as exc:
+                logger.warning("%s: skipping undecodable watch event: %s", self.name, exc)
+                continue
+            except Exception as exc:  # the stream broke: a normal end, like EOF
+                if not stop.is_set():
+                    logger.info("%s: watch stream of %s failed: %s", self.name,
+                                self.type_description, exc)
+                break
+            if stop.is_set():
+                break
+            etype = event.type
+            obj = event.object
+            if etype == "ERROR":
+                return StatusError(obj if isinstance(obj, dict) else {}), end_seen, last_rv
+            if not isinstance(obj, dict):
+                logger.error("%s: unable to understand watch event %s: object is a %s",
+                             self.name, etype, type(obj).__name__)
+                continue
+            if expected_kind:
+                kind = obj.get("kind")
+                if kind and kind != expected_kind:
+                    logger.error("%s: unexpected watch event object kind %r (expected %r)",
+                                 self.name, kind, expected_kind)
+                    continue
+            meta = obj.get("metadata")
+            rv = meta.get("resourceVersion", "") if isinstance(meta, dict) else ""
+            try:
+                if etype == "ADDED":
+                    add(obj)
+                elif etype == "MODIFIED":
+                    besides_added = True
+                    update(obj)
+                elif etype == "DELETED":
+                    besides_added = True
+                    delete(obj)
+                elif etype == "BOOKMARK":
+                    besides_added = True
+                    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+                    if (isinstance(annotations, dict)
+                            and annotations.get(INITIAL_EVENTS_ANNOTATION) == "true"):
+                        end_seen = True
+                    if own and self._bookmark_hook is not None:
+                        self._bookmark_hook(rv)
+                else:
+                    logger.error("%s: unknown watch event type %r", self.name, etype)
+            except Exception:
+                logger.exception("%s: unable to apply watch event %s of %s", self.name, etype,
+                                 _key_of(obj))
+            if rv and (propagate or besides_added):
+                last_rv = rv
+                if own:
+                    self._set_last_sync_rv(rv)
+                    if self._update_rv_hook is not None:
+                        self._update_rv_hook(rv)
+            count += 1
+            if exit_on_end and end_seen:
+                self.metrics.events_total += count
+                return None, True, last_rv
+        self.metrics.events_total += count
+        if stop.is_set():
+            return None, end_seen, last_rv
+        if count == 0 and self._clock.now() - start < VERY_SHORT_WATCH:
+            return VeryShortWatchError(self.name), end_seen, last_rv
+        return None, end_seen, last_rv
+
+    # -- streaming list --------------------------------------------------------------------------
+
+    def _step_stream(self) -> ReflectorState:
+        rv = self._rewatch_resource_version()
+        options = ListOptions(
+            resource_version=rv or None,
+            resource_version_match="NotOlderThan",
+            send_initial_events=True,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self._watch_timeout(),
+            read_timeout=self.read_timeout,
+        )
+        start = self._clock.now()
+        self.metrics.watches_total += 1
+        try:
+            stream = self.list_watch.watch(options)
+        except Exception as exc:
+            return self._stream_failed(exc)
+        if not self._set_stream(stream):
+            return ReflectorState.STOPPED
+        temp = _TempStore()
+        keep = False
+        it = iter(stream)
+        try:
+            with gc_paused():
+                err, end_seen, bookmark_rv = self._consume(it, start, False, temp,
+                                                           exit_on_end=True)
+                if self._stop.is_set():
+                    return ReflectorState.STOPPED
+                if err is None and end_seen:
+                    self._set_rv_unavailable(False)
+                    try:
+                        self.store.replace(list(temp.items.values()), bookmark_rv)
+                    except Exception as exc:
+                        self._handle_error(exc)
+                        return ReflectorState.BACKOFF_RELIST
+                    self._set_last_sync_rv(bookmark_rv)
+                    keep = True
+        finally:
+            if not keep:
+                self._set_stream(None)
+                stream.close()
+        if keep:
+            logger.debug("%s: streamed %d %s at rv=%s", self.name, len(temp.items),
+                         self.type_description, bookmark_rv)
+            with self._lock:
+                self._pending_stream = (stream, it)
+            self._start_cycle()
+            return ReflectorState.WATCH
+        if err is None:
+            logger.info("%s: stream ended before the initial-events-end bookmark; retrying",
+                        self.name)
+            return ReflectorState.STREAM
+        return self._stream_failed(err)
+
+    def _stream_failed(self, exc: BaseException) -> ReflectorState:
+        if self._stop.is_set():
+            return ReflectorState.STOPPED
+        self.metrics.watch_errors_total += 1
+        self._note_error(exc)
+        if is_connection_refused(exc) or is_too_many_requests(exc):
+            logger.info("%s: watch-list failed (%s); backing off", self.name, exc)
+            return ReflectorState.BACKOFF_STREAM
+        if is_expired(exc) or is_too_large_resource_version(exc):
+            self._set_rv_unavailable(True)
+            return ReflectorState.STREAM
+        logger.info("%s: data couldn't be fetched in watch-list mode (%s); falling back to a "
+                    "regular list", self.name, exc)
+        return ReflectorState.LIST
+
+    # -- resync ----------------------------------------------------------------------------------
+
+    def _start_cycle(self) -> None:
+        """A list succeeded: start the resync timer for this list-and-watch cycle."""
+        if self.resync_period <= 0 or self._resync_thread is not None:
+            return
+        halt = threading.Event()
+        thread = threading.Thread(target=self._resync_loop, args=(halt,),
+                                  name=f"reflector-{self.name}-resync", daemon=True)
+        with self._lock:
+            self._cycle_halt = halt
+            self._resync_thread = thread
+        if self._stop.is_set():
+            halt.set()
+        thread.start()
+
+    def _end_cycle(self) -> None:
+        with self._lock:
+            halt, self._cycle_halt = self._cycle_halt, None
+            thread, self._resync_thread = self._resync_thread, None
+        if halt is not None:
+            halt.set()
+        if thread is not None:
+            thread.join()
+
+    def _resync_loop(self, halt: threading.Event) -> None:
+        while not self._clock.sleep(self.resync_period, halt):
+            if self.should_resync is not None and not self.should_resync():
+                continue
+            logger.debug("%s: forcing resync", self.name)
+            try:
+                self.store.resync()
+            except Exception as exc:
+                logger.error("%s: resync failed: %s", self.name, exc)
+                with self._lock:
+                    self._resync_error = exc
+                    stream = self._stream
+                if stream is not None:
+                    stream.close()  # ends the watch; the cycle ends with the error
+                return
+
+
+def _key_of(obj: Any) -> str:
+    try:
+        return deletion_handling_meta_namespace_key_func(obj)
+    except Exception:
+        return "<no key>"

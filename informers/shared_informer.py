@@ -1,0 +1,596 @@
+"""Keeps one cache of a resource current and notifies any number of handlers of its changes.
+
+client-go ``tools/cache/shared_informer.go`` (``sharedIndexInformer``) and the parts of
+``controller.go`` it runs (``processDeltas``, the process loop). The data flow is::
+
+    Reflector --(add/update/delete/replace/resync)--> DeltaFIFO --pop--> indexer --> listeners
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from informers.clock import REAL_CLOCK, Clock
+from informers.delta_fifo import DeltaFIFO, Deltas, DeltaType, TransformFunc
+from informers.errors import FIFOClosedError, InformerStartedError, InformerStoppedError
+from informers.gc_pause import gc_paused
+from informers.handlers import ResourceEventHandler
+from informers.indexer import Indexer
+from informers.keys import Indexers, deletion_handling_meta_namespace_key_func
+from informers.list_watch import ListWatch
+from informers.mutation_detector import CacheMutationDetector, mutation_detection_enabled
+from informers.processor_listener import (
+    ADD,
+    DELETE,
+    UPDATE,
+    ProcessorListener,
+    determine_resync_period,
+)
+from informers.reflector import Reflector, ReflectorMetrics
+from informers.shared_processor import SharedProcessor
+
+__all__ = [
+    "MINIMUM_RESYNC_PERIOD",
+    "ResourceEventHandlerRegistration",
+    "SharedIndexInformer",
+    "strip_managed_fields",
+]
+
+logger = logging.getLogger(__name__)
+
+MINIMUM_RESYNC_PERIOD = 1.0
+"""Seconds; smaller handler periods are raised to it (client-go ``minimumResyncPeriod``)."""
+
+_DELETED = DeltaType.DELETED
+
+
+def strip_managed_fields(obj: Any) -> Any:
+    """The default transform: drop ``metadata.managedFields`` in place and return ``obj``.
+
+    controller-runtime ``cache.TransformStripManagedFields``. Server-side-apply bookkeeping is
+    rarely read by controllers and makes up about half of a typical pod's retained memory
+    (reference/perf-anchors.md section 6).
+    """
+    if obj.__class__ is dict:
+        meta = obj.get("metadata")
+        if meta.__class__ is dict and "managedFields" in meta:
+            del meta["managedFields"]
+    return obj
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "strip_managed_fields"
+
+
+_DEFAULT_TRANSFORM: Any = _Default()
+
+
+def _key_of(obj: Any) -> str:
+    try:
+        return deletion_handling_meta_namespace_key_func(obj)
+    except Exception:
+        return "<unknown key>"
+
+
+def _rv(obj: Any) -> Any:
+    try:
+        return obj["metadata"].get("resourceVersion")
+    except Exception:
+        return None
+
+
+class _InitialSyncGC:
+    """Keeps the cyclic GC paused from the first list's ``replace`` until it was processed.
+
+    The reflector pauses the collector while it decodes a list and calls ``replace``; without
+    this, the collector resumes between ``replace`` and the informer's processing, and its next
+    generation-0 collection traverses every object just decoded (all still "young"): about
+    0.3 s for 10,000 pods. With ``freeze``, the objects alive at the end are moved to the
+    permanent generation (``gc.freeze()``, while still paused), so later collections never
+    traverse the initial cache again (reference/perf-anchors.md section 8, item 2). Thread-safe;
+    every method is idempotent after :meth:`done`.
+    """
+
+    def __init__(self, name: str, freeze: bool) -> None:
+        self._name = name
+        self._freeze = freeze
+        self._lock = threading.Lock()
+        self._pause: Any = None
+        self.finished = False
+
+    def enter(self) -> None:
+        with self._lock:
+            if self.finished or self._pause is not None:
+                return
+            self._pause = gc_paused()
+            self._pause.__enter__()
+
+    def done(self, freeze: bool = True) -> None:
+        """The initial population was processed (or will never be, ``freeze=False``): resume
+        the collector, and never pause it again."""
+        with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+            pause, self._pause = self._pause, None
+            if pause is None:
+                return
+            try:
+                if freeze and self._freeze:
+                    gc.freeze()
+                    logger.debug("%s: initial cache frozen out of the cyclic GC", self._name)
+            finally:
+                pause.__exit__(None, None, None)
+
+    def abort(self) -> None:
+        """The first replace failed: resume the collector, and pause again on the next one."""
+        with self._lock:
+            pause, self._pause = self._pause, None
+        if pause is not None:
+            pause.__exit__(None, None, None)
+
+
+class _InformerFIFO(DeltaFIFO):
+    """The informer's DeltaFIFO: its first successful ``replace`` starts the initial-sync GC
+    pause (see :class:`_InitialSyncGC`); everything else is DeltaFIFO's."""
+
+    def __init__(self, initial_gc: _InitialSyncGC, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._initial_gc = initial_gc
+
+    def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
+        gcp = self._initial_gc
+        if gcp.finished:
+            super().replace(objects, resource_version)
+            return
+        gcp.enter()
+        try:
+            super().replace(objects, resource_version)
+        except BaseException:
+            gcp.abort()
+            raise
+        if self.has_synced():  # an empty list: nothing will be processed
+            gcp.done()
+
+
+class ResourceEventHandlerRegistration:
+    """The handle :meth:`SharedIndexInformer.add_event_handler` returns (client-go
+    ``ResourceEventHandlerRegistration``). Identity-based: registering the same handler twice
+    gives two registrations."""
+
+    __slots__ = ("_informer", "_listener", "handler")
+
+    def __init__(
+        self,
+        informer: SharedIndexInformer,
+        listener: ProcessorListener,
+        handler: ResourceEventHandler,
+    ) -> None:
+        self._informer = informer
+        self._listener = listener
+        self.handler = handler
+
+    def has_synced(self) -> bool:
+        """True when the informer synced and this handler has been delivered every
+        initial-list add (including the synthetic ones of a late registration).
+
+        A handler call that raised counts as delivered.
+        """
+        return self._listener.has_synced()
+
+    def __repr__(self) -> str:
+        return f"<ResourceEventHandlerRegistration {self._listener.name} handler={self.handler!r}>"
+
+
+class SharedIndexInformer:
+    """A shared, indexed cache of one resource plus event fan-out to registered handlers.
+
+    Contract:
+
+    * **One writer.** Only the informer's process loop writes the indexer: it pops each key's
+      deltas from the :class:`~informers.delta_fifo.DeltaFIFO` (under the FIFO's lock), writes
+      the indexer, and only then queues notifications, so a handler reading the cache sees
+      the new state or newer. Everyone else reads through :meth:`get_indexer` or a lister.
+    * **Shared objects.** Cached objects and those passed to handlers are the same dicts; do
+      not mutate them (see :mod:`informers.mutation_detector` for a debug check).
+    * **Staleness.** The cache lags the server by the watch latency plus the queue; after a
+      disconnect it may be stale until the relist.
+    * **Handlers** each get a :class:`~informers.processor_listener.ProcessorListener`
+      (thread + unbounded buffer): a slow or raising handler delays only itself. Calls to one
+      handler never overlap and follow the order the cache was written.
+    * **Sync updates.** An update whose old and new resourceVersion are equal (a resync, or a
+      relist of an unchanged object) goes only to handlers whose resync period is due at the
+      last resync tick (client-go ``OnUpdate``/``distribute``); every other notification goes to
+      every handler.
+    * **Transform** (default :func:`strip_managed_fields`) runs exactly once per incoming
+      object, when the FIFO queues it; never on resync ``Sync`` deltas or tombstones.
+    * **Thread safety.** Every public method may be called from any thread.
+      :meth:`add_event_handler` blocks delta processing briefly while it queues a late
+      handler's synthetic adds.
+    * **Lifecycle.** :meth:`run` once; it blocks until ``stop_event`` is set, then stops the
+      reflector and process loop, lets every listener deliver what it has queued, and joins
+      every thread it started before returning. A handler that never returns blocks that.
+
+    Args:
+        list_watch: lists and watches the resource.
+        resync_period: seconds between resyncs for handlers that do not give their own;
+            also the resync check period (client-go uses the same value for both); ``0``:
+            never resync, and then no handler ever resyncs.
+        indexers: extra indices (name -> function) on the cache.
+        clock: for the reflector, resync bookkeeping and the mutation detector.
+        transform: applied once to each incoming object; ``None`` for none. Default:
+            :func:`strip_managed_fields`.
+        name: for thread names and logs; default: the resource's ``group_resource``.
+        detect_mutations: keep deep copies of cached objects and compare them (debug);
+            ``None``: the ``KUBE_CACHE_MUTATION_DETECTOR`` environment variable decides.
+        mutation_failure_func: what the mutation detector calls instead of raising.
+        gc_freeze: once the first list has been processed (with the cyclic GC paused from its
+            decode to the end of its processing), move every live object to the GC's
+            permanent generation (``gc.freeze()``), so collections never traverse the initial
+            cache again. Process-wide: cyclic garbage that exists at that moment is never
+            collected (``gc.unfreeze()`` undoes it). ``False`` only resumes the collector.
+        **reflector_options: passed to :class:`~informers.reflector.Reflector` (``page_size``,
+            ``min_watch_timeout``, ``backoff``, ``use_watch_list``, ``read_timeout``, ...).
+    """
+
+    def __init__(
+        self,
+        list_watch: ListWatch,
+        resync_period: float = 0.0,
+        indexers: Indexers | None = None,
+        *,
+        clock: Clock = REAL_CLOCK,
+        transform: TransformFunc | None = _DEFAULT_TRANSFORM,
+        name: str | None = None,
+        detect_mutations: bool | None = None,
+        mutation_failure_func: Callable[[str], None] | None = None,
+        gc_freeze: bool = True,
+        **reflector_options: Any,
+    ) -> None:
+        self._list_watch = list_watch
+        resource = getattr(list_watch, "resource", None)
+        self._resource = resource
+        self.name = name or (resource.group_resource if resource is not None else "informer")
+        self._clock = clock
+        self._indexer = Indexer(deletion_handling_meta_namespace_key_func, indexers)
+        self._processor = SharedProcessor(clock=clock)
+        self._transform: TransformFunc | None = (
+            strip_managed_fields if transform is _DEFAULT_TRANSFORM else transform
+        )
+        self._resync_check_period = float(resync_period)
+        self._default_handler_resync_period = float(resync_period)
+        self._gc_freeze = gc_freeze
+        self._reflector_options = reflector_options
+        self._watch_error_handler: Callable[[Any, BaseException], None] | None = (
+            reflector_options.pop("watch_error_handler", None)
+        )
+        self._detector: CacheMutationDetector | None = None
+        if mutation_detection_enabled(detect_mutations):
+            self._detector = CacheMutationDetector(
+                self.name, clock=clock, failure_func=mutation_failure_func
+            )
+        self._started_lock = threading.Lock()
+        self._block_deltas = threading.Lock()
+        self._started = False
+        self._stopped = False
+        self._fifo: DeltaFIFO | None = None
+        self._reflector: Reflector | None = None
+        self._listener_count = 0
+
+    # -- configuration before start ------------------------------------------------------------
+
+    def set_transform(self, transform: TransformFunc | None) -> None:
+        """Replace the transform (``None``: none). Only before :meth:`run`.
+
+        Raises:
+            InformerStartedError: the informer has already started.
+        """
+        with self._started_lock:
+            if self._started:
+                raise InformerStartedError("informer has already started")
+            self._transform = transform
+
+    def set_watch_error_handler(self, handler: Callable[[Any, BaseException], None]) -> None:
+        """Set the reflector's watch error hook (the last call wins). Only before :meth:`run`.
+
+        Raises:
+            InformerStartedError: the informer has already started.
+        """
+        with self._started_lock:
+            if self._started:
+                raise InformerStartedError("informer has already started")
+            self._watch_error_handler = handler
+
+    # -- handlers ------------------------------------------------------------------------------
+
+    def add_event_handler(
+        self, handler: ResourceEventHandler, resync_period: float | None = None
+    ) -> ResourceEventHandlerRegistration:
+        """Register ``handler``; it is notified from its own thread (client-go
+        ``AddEventHandlerWithResyncPeriod``).
+
+        A handler added after :meth:`run` started first receives ``on_add(obj, True)`` for
+        every cached object, queued while delta processing is blocked, so no later event can
+        overtake them and nothing is missed; its registration's ``has_synced`` turns true only
+        once they were delivered.
+
+        Args:
+            handler: see :class:`~informers.handlers.ResourceEventHandler`.
+            resync_period: seconds between this handler's resyncs; ``None``: the informer's
+                default; ``0``: none. Raised to 1 s (client-go ``minimumResyncPeriod``). Before
+                start a smaller period than the informer's check period lowers that period;
+                after start it is raised to the check period instead. If the informer was
+                created with period 0 it never resyncs.
+
+        Raises:
+            InformerStoppedError: the informer has stopped.
+        """
+        if resync_period is None:
+            resync_period = self._default_handler_resync_period
+        with self._started_lock:
+            if self._stopped:
+                raise InformerStoppedError(
+                    f"handler {handler!r} was not added to shared informer because it has "
+                    "stopped already"
+                )
+            if resync_period > 0:
+                if resync_period < MINIMUM_RESYNC_PERIOD:
+                    logger.warning(
+                        "%s: resync period %ss is too small; changing it to the minimum "
+                        "allowed value of %ss",
+                        self.name,
+                        resync_period,
+                        MINIMUM_RESYNC_PERIOD,
+                    )
+                    resync_period = MINIMUM_RESYNC_PERIOD
+                if resync_period < self._resync_check_period:
+                    if self._started:
+                        logger.warning(
+                            "%s: resync period %ss is smaller than the resync check period "
+                            "%ss of a started informer; changing it to %ss",
+                            self.name,
+                            resync_period,
+                            self._resync_check_period,
+                            self._resync_check_period,
+                        )
+                        resync_period = self._resync_check_period
+                    else:
+                        self._resync_check_period = resync_period
+                        self._processor.resync_check_period_changed(resync_period)
+            self._listener_count += 1
+            listener = ProcessorListener(
+                handler,
+                resync_period,
+                determine_resync_period(resync_period, self._resync_check_period),
+                self._clock.now(),
+                self.has_synced,
+                clock=self._clock,
+                name=f"informer-{self.name}-handler-{self._listener_count}",
+            )
+            registration = ResourceEventHandlerRegistration(self, listener, handler)
+            if not self._started:
+                self._processor.add_listener(listener)
+                return registration
+            with self._block_deltas:
+                # Queue the synthetic adds before the listener can receive anything else.
+                for obj in self._indexer.list():
+                    listener.add((ADD, obj, True))
+                self._processor.add_listener(listener)
+            return registration
+
+    def remove_event_handler(self, registration: object) -> None:
+        """Unregister a handler; idempotent; a registration of another informer is ignored.
+
+        Works on a stopped informer. Asynchronous: a call already in progress finishes
+        afterwards; queued notifications are dropped. Use :meth:`shut_down_event_handler` to
+        wait for the handler's thread.
+        """
+        if not isinstance(registration, ResourceEventHandlerRegistration):
+            return
+        if registration._informer is not self:
+            return
+        self._processor.remove_listener(registration._listener)
+
+    def shut_down_event_handler(self, registration: object) -> None:
+        """Unregister a handler and wait until its thread ended (client-go
+        ``ShutDownEventHandler``): after this returns the handler is never called again.
+
+        Called from the handler itself it does not wait (the call in progress is the last).
+        """
+        self.remove_event_handler(registration)
+        if (
+            isinstance(registration, ResourceEventHandlerRegistration)
+            and registration._informer is self
+        ):
+            registration._listener.join()
+
+    # -- cache access --------------------------------------------------------------------------
+
+    def get_store(self) -> Indexer:
+        """The cache (the same object as :meth:`get_indexer`)."""
+        return self._indexer
+
+    def get_indexer(self) -> Indexer:
+        """The cache with its indices. Read-only for everyone but this informer."""
+        return self._indexer
+
+    def add_indexers(self, indexers: Indexers) -> None:
+        """Add indices; allowed at any time until the informer stopped (client-go v0.30+).
+
+        Existing objects are indexed at once.
+
+        Raises:
+            InformerStoppedError: the informer has stopped.
+            IndexConflictError: an index of that name exists already.
+        """
+        with self._started_lock:
+            if self._stopped:
+                raise InformerStoppedError("indexer was not added because it has stopped already")
+            self._indexer.add_indexers(indexers)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def has_synced(self) -> bool:
+        """True once the first list has been applied to the cache and its notifications queued."""
+        fifo = self._fifo
+        return fifo is not None and fifo.has_synced()
+
+    def last_sync_resource_version(self) -> str:
+        """The resourceVersion of the last list or watch event applied (``""`` before)."""
+        reflector = self._reflector
+        return reflector.last_sync_resource_version() if reflector is not None else ""
+
+    def reflector_metrics(self) -> ReflectorMetrics | None:
+        """The list and watch counters of this informer's reflector (``None`` before
+        :meth:`run`); written by the reflector thread, so reads may be a moment stale."""
+        reflector = self._reflector
+        return reflector.metrics if reflector is not None else None
+
+    def has_started(self) -> bool:
+        return self._started
+
+    def is_stopped(self) -> bool:
+        """True once :meth:`run` has returned (or is returning)."""
+        return self._stopped
+
+    @property
+    def resync_check_period(self) -> float:
+        """Seconds between the reflector's resync checks (``0``: never)."""
+        return self._resync_check_period
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _new_reflector(self, fifo: DeltaFIFO) -> Reflector:
+        options = dict(self._reflector_options)
+        if self._watch_error_handler is not None:
+            options["watch_error_handler"] = self._watch_error_handler
+        if self._resource is not None and "expected_kind" not in options and self._resource.kind:
+            options["expected_kind"] = self._resource.kind
+        return Reflector(
+            self._list_watch,
+            fifo,
+            name=self.name,
+            resync_period=self._resync_check_period,
+            should_resync=self._processor.should_resync,
+            clock=self._clock,
+            **options,
+        )
+
+    def run(self, stop_event: threading.Event) -> None:
+        """Run until ``stop_event`` is set; once per informer (a second call warns and returns).
+
+        Stop order: the reflector and the process loop first, then every listener delivers
+        what it has queued, then every thread started here is joined.
+        """
+        with self._started_lock:
+            if self._started:
+                logger.warning(
+                    "%s: the shared informer has started; running it more than once is not "
+                    "allowed",
+                    self.name,
+                )
+                return
+            initial_gc = _InitialSyncGC(self.name, self._gc_freeze)
+            fifo: DeltaFIFO = _InformerFIFO(
+                initial_gc,
+                key_func=deletion_handling_meta_namespace_key_func,
+                known_objects=self._indexer,
+                emit_delta_type_replaced=True,
+                transformer=self._transform,
+            )
+            reflector = self._new_reflector(fifo)
+            self._fifo = fifo
+            self._reflector = reflector
+            self._started = True
+
+        detector_stop = threading.Event()
+        detector_thread: threading.Thread | None = None
+        if self._detector is not None:
+            detector_thread = threading.Thread(
+                target=self._detector.run,
+                args=(detector_stop,),
+                name=f"informer-{self.name}-mutation-detector",
+                daemon=True,
+            )
+            detector_thread.start()
+        self._processor.run()
+
+        def run_reflector() -> None:
+            try:
+                reflector.run(stop_event)
+            finally:
+                fifo.close()
+
+        reflector_thread = threading.Thread(
+            target=run_reflector, name=f"informer-{self.name}-reflector", daemon=True
+        )
+        reflector_thread.start()
+        try:
+            self._process_loop(fifo, stop_event, initial_gc)
+        finally:
+            initial_gc.done(freeze=False)  # stopped before the initial sync: just resume
+            fifo.close()
+            reflector_thread.join()
+            with self._started_lock:
+                self._stopped = True
+            self._processor.stop()
+            detector_stop.set()
+            if detector_thread is not None:
+                detector_thread.join()
+
+    def _process_loop(
+        self, fifo: DeltaFIFO, stop: threading.Event, initial_gc: _InitialSyncGC
+    ) -> None:
+        """Pop and apply deltas until the FIFO is closed or ``stop`` is set.
+
+        Ends the initial-sync GC pause as soon as the first list has been processed.
+        """
+        pop = fifo.pop
+        handle = self._handle_deltas
+        synced = False
+        while not stop.is_set():
+            if not synced and fifo.has_synced():  # never turns false again: stop asking
+                synced = True
+                initial_gc.done()
+            try:
+                pop(handle)
+            except FIFOClosedError:
+                return
+            except Exception:
+                logger.exception("%s: failed to apply deltas; they are dropped", self.name)
+
+    def _handle_deltas(self, deltas: Deltas, is_in_initial_list: bool) -> None:
+        """Apply one key's deltas to the cache, then queue notifications (client-go
+        ``HandleDeltas`` + ``processDeltas``). Runs under the FIFO lock and ``_block_deltas``."""
+        indexer = self._indexer
+        distribute = self._processor.distribute
+        detector = self._detector
+        with self._block_deltas:
+            try:
+                for delta_type, obj in deltas:
+                    if delta_type is _DELETED:
+                        indexer.delete(obj)
+                        distribute((DELETE, obj, None), False)
+                        continue
+                    old = indexer.get_by_key(deletion_handling_meta_namespace_key_func(obj))
+                    indexer.update(obj)
+                    if detector is not None:
+                        detector.add_object(obj)
+                    if old is None:
+                        distribute((ADD, obj, is_in_initial_list), False)
+                    else:
+                        distribute((UPDATE, old, obj), _rv(old) == _rv(obj))
+            except Exception:
+                logger.exception(
+                    "%s: failed to apply the deltas of %s; the rest of them are dropped",
+                    self.name,
+                    _key_of(deltas[-1].object if deltas else None),
+                )
+
+    def __repr__(self) -> str:
+        return f"<SharedIndexInformer {self.name}>"

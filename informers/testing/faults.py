@@ -1,0 +1,100 @@
+"""Fault-injection state of the embedded API server: failures, delays, hung watches.
+
+The request handler consults :class:`Faults` before serving each request; the watch streams
+consult it before writing. ``ApiServer`` exposes the switches (``fail_next``, ``delay``,
+``hang_watches``...); the effects on open connections live in the server and watch modules.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+__all__ = ["Faults", "InjectedFailure"]
+
+
+@dataclass
+class InjectedFailure:
+    """Fail the next ``remaining`` requests matching ``verb``/``resource`` (``None``: any).
+
+    ``in_stream`` applies to watches only: answer 200 and send the Status as an ``ERROR``
+    event (how kube-apiserver reports errors found after the watch started, e.g. a 410).
+    """
+
+    remaining: int
+    code: int
+    verb: str | None = None
+    resource: str | None = None
+    retry_after: int | None = None
+    message: str | None = None
+    in_stream: bool = False
+
+    def matches(self, verb: str, resource: str) -> bool:
+        return (self.verb is None or self.verb == verb) and (
+            self.resource is None or self.resource == resource
+        )
+
+
+@dataclass
+class _Delay:
+    seconds: float
+    verb: str | None
+    resource: str | None
+
+
+class Faults:
+    """Thread-safe fault switches. Rules are matched in the order they were added."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: list[InjectedFailure] = []
+        self._delays: list[_Delay] = []
+        self.hung = False
+        """While set, watch streams write nothing (headers are sent for new ones)."""
+
+    def add_failure(self, failure: InjectedFailure) -> None:
+        if failure.remaining < 1:
+            raise ValueError(f"count must be >= 1, got {failure.remaining}")
+        with self._lock:
+            self._failures.append(failure)
+
+    def take_failure(self, verb: str, resource: str) -> InjectedFailure | None:
+        """The first failure rule matching this request, consuming one use of it."""
+        with self._lock:
+            for failure in self._failures:
+                if failure.matches(verb, resource):
+                    failure.remaining -= 1
+                    if failure.remaining <= 0:
+                        self._failures.remove(failure)
+                    return failure
+        return None
+
+    def pending_failures(self) -> int:
+        """How many injected failures are still to be served."""
+        with self._lock:
+            return sum(f.remaining for f in self._failures)
+
+    def set_delay(self, seconds: float, verb: str | None, resource: str | None) -> None:
+        """Delay matching requests by ``seconds``; ``seconds <= 0`` clears every delay."""
+        with self._lock:
+            if seconds <= 0:
+                self._delays.clear()
+            else:
+                self._delays.append(_Delay(seconds, verb, resource))
+
+    def delay_for(self, verb: str, resource: str) -> float:
+        """The delay of the first matching rule (0.0 when none)."""
+        with self._lock:
+            for delay in self._delays:
+                if (delay.verb is None or delay.verb == verb) and (
+                    delay.resource is None or delay.resource == resource
+                ):
+                    return delay.seconds
+        return 0.0
+
+    def clear(self) -> None:
+        """Forget every failure and delay and end the hang."""
+        with self._lock:
+            self._failures.clear()
+            self._delays.clear()
+            self.hung = False

@@ -1,0 +1,385 @@
+"""The HTTP side of the embedded API server: one handler per connection, HTTP/1.1 keep-alive.
+
+Reads and bounds request bodies, authenticates bearer tokens, applies injected delays and
+failures, routes to :class:`Endpoints`, writes JSON responses (one ``sendall`` per response)
+and chunked watch streams, and records every answered request in the request log.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+from informers.clock import Clock
+from informers.errors import StatusError
+from informers.testing import status
+from informers.testing.endpoints import (
+    Endpoints,
+    Response,
+    decode_body,
+    media_type,
+    status_response,
+)
+from informers.testing.faults import Faults
+from informers.testing.options import ListOptions
+from informers.testing.request_info import RequestInfo, resolve
+from informers.testing.requestlog import RequestLog, RequestRecord
+from informers.testing.resources import ResourceRegistry
+from informers.testing.watch import WatchHandle, WatchStream, error_line
+
+__all__ = ["ApiHTTPServer", "RequestHandler", "ServerApp"]
+
+logger = logging.getLogger(__name__)
+
+_PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+_REASONS = {
+    200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
+    403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+    409: "Conflict", 410: "Gone", 413: "Request Entity Too Large", 415: "Unsupported Media Type",
+    422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
+    503: "Service Unavailable", 504: "Gateway Timeout",
+}
+
+
+class ServerApp(Protocol):
+    """What the handler needs from ``ApiServer``."""
+
+    token: str
+    registry: ResourceRegistry
+    endpoints: Endpoints
+    faults: Faults
+    request_log_store: RequestLog
+    clock: Clock
+    max_request_body_bytes: int
+    stopping: threading.Event
+
+    @property
+    def server_address(self) -> str: ...
+
+    def connection_opened(self, connection: socket.socket) -> None: ...
+
+    def connection_closed(self, connection: socket.socket) -> None: ...
+
+    def watch_opened(self, handle: WatchHandle) -> None: ...
+
+    def watch_closed(self, handle: WatchHandle) -> None: ...
+
+
+class ApiHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows its ``app``. Handler threads are daemons; the app
+    tracks connections so stop and restart can cut them."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(
+        self, address: tuple[str, int], app: ServerApp, tls: ssl.SSLContext | None = None
+    ) -> None:
+        self.app = app
+        self.tls = tls
+        super().__init__(address, RequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """One daemon thread per connection, named after the component."""
+        thread = threading.Thread(
+            target=self.process_request_thread, args=(request, client_address),
+            name="informers-testing-apiserver-connection", daemon=True,
+        )
+        thread.start()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        logger.debug("embedded API server: connection from %s failed", client_address,
+                     exc_info=True)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        if self.tls is not None:
+            # The handshake happens on the handler's thread (RequestHandler.setup), not here.
+            connection = self.tls.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+        return connection, address
+
+
+class _Chunks:
+    """``ChunkWriter`` over the handler's socket."""
+
+    def __init__(self, handler: RequestHandler) -> None:
+        self._handler = handler
+
+    def write(self, data: bytes) -> None:
+        self._handler.connection.sendall(b"%x\r\n%b\r\n" % (len(data), data))
+
+    def finish(self) -> None:
+        self._handler.connection.sendall(b"0\r\n\r\n")
+
+    def abort(self) -> None:
+        self._handler.close_connection = True
+        try:
+            self._handler.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class RequestHandler(BaseHTTPRequestHandler):
+    """Serves the requests of one connection (HTTP/1.1, keep-alive)."""
+
+    protocol_version = "HTTP/1.1"
+    server: ApiHTTPServer
+
+    # -- connection lifecycle ------------------------------------------------------------------
+
+    def setup(self) -> None:
+        try:
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        self.server.app.connection_opened(self.request)
+        self._broken = False
+        if isinstance(self.request, ssl.SSLSocket):
+            try:
+                self.request.settimeout(10.0)
+                self.request.do_handshake()
+                self.request.settimeout(None)
+            except (OSError, ValueError) as err:  # a failed handshake ends this connection
+                logger.debug("embedded API server: TLS handshake failed: %s", err)
+                self._broken = True
+        super().setup()
+
+    def handle(self) -> None:
+        if not self._broken:
+            super().handle()
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        except OSError:
+            pass
+        self.server.app.connection_closed(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    # -- responses -----------------------------------------------------------------------------
+
+    def _send(self, response: Response, *, content_type: str = "application/json") -> None:
+        reason = _REASONS.get(response.code, "Unknown")
+        lines = [
+            f"HTTP/1.1 {response.code} {reason}",
+            f"Content-Type: {content_type}",
+            "Cache-Control: no-cache, private",
+            f"Content-Length: {len(response.body)}",
+        ]
+        lines.extend(f"{name}: {value}" for name, value in response.headers)
+        if self.close_connection:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        if self.command == "HEAD":
+            self.connection.sendall(head)
+        elif len(response.body) < 65536:
+            self.connection.sendall(head + response.body)
+        else:
+            self.connection.sendall(head)
+            self.connection.sendall(response.body)
+
+    # -- request body --------------------------------------------------------------------------
+
+    def _read_body(self, limit: int) -> bytes:
+        """The request body, at most ``limit`` bytes (413 beyond, and the connection closes)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts: list[bytes] = []
+            size = 0
+            while True:
+                line = self.rfile.readline(65537)
+                try:
+                    length = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                except ValueError:
+                    self.close_connection = True
+                    raise status.bad_request("malformed chunked request body") from None
+                if length == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                size += length
+                if size > limit:
+                    self.close_connection = True
+                    raise status.request_entity_too_large(limit)
+                parts.append(self.rfile.read(length))
+                self.rfile.readline(65537)
+            return b"".join(parts)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise status.bad_request("invalid Content-Length") from None
+        if length > limit:
+            self.close_connection = True  # the unread body cannot be skipped safely
+            raise status.request_entity_too_large(limit)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _authenticated(self) -> bool:
+        header = self.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        return scheme.lower() == "bearer" and token.strip() == self.server.app.token
+
+    # -- dispatch ------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        app = self.server.app
+        split = urlsplit(self.path)
+        path = split.path or "/"
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        info = resolve(self.command, path, query, app.registry)
+        try:
+            if path in _PUBLIC_PATHS:
+                self._read_body(app.max_request_body_bytes)
+                self._send(Response(200, b"ok"), content_type="text/plain; charset=utf-8")
+                return
+            authenticated = self._authenticated()
+            if not authenticated:
+                self.close_connection = self.close_connection or bool(
+                    self.headers.get("Content-Length") not in (None, "0")
+                    or self.headers.get("Transfer-Encoding")
+                )
+                raise status.unauthorized()
+            raw = self._read_body(app.max_request_body_bytes)
+            response = self._dispatch(app, info, query, raw)
+        except StatusError as err:
+            response = status_response(err)
+        except Exception as err:  # a bug: answer 500 like the real server's panic handler
+            logger.exception("embedded API server: %s %s failed", self.command, self.path)
+            response = status_response(status.internal_error(f"{type(err).__name__}: {err}"))
+        if response is None:
+            return  # a watch, already answered and recorded
+        self._record(app, info, query, response.code)
+        try:
+            self._send(response)
+        except OSError:
+            self.close_connection = True
+
+    def _record(self, app: ServerApp, info: RequestInfo, query: dict[str, str], code: int) -> None:
+        app.request_log_store.append(RequestRecord(
+            verb=info.verb if info.is_resource else "",
+            resource=info.resource,
+            group=info.group,
+            version=info.version,
+            namespace=info.namespace or "",
+            name=info.name,
+            subresource=info.subresource,
+            query=dict(query),
+            status=code,
+            time=app.clock.now(),
+            method=self.command,
+            path=info.path,
+        ))
+
+    def _dispatch(
+        self, app: ServerApp, info: RequestInfo, query: dict[str, str], raw: bytes
+    ) -> Response | None:
+        if not info.is_resource:
+            if self.command not in ("GET", "HEAD"):
+                raise status.method_not_allowed()
+            return app.endpoints.discovery(info.path, app.server_address)
+        if info.unknown or info.extra_parts or info.rt is None:
+            raise status.not_found_path()
+        rt = info.rt
+        if info.subresource and (info.subresource != "status" or not rt.has_status):
+            raise status.not_found_path()
+        verb = info.verb
+        delay = app.faults.delay_for(verb, info.resource)
+        if delay > 0:
+            app.clock.sleep(delay, app.stopping)
+        failure = app.faults.take_failure(verb, info.resource)
+        if failure is not None:
+            err = status.from_code(failure.code, failure.message, failure.retry_after)
+            if failure.in_stream and verb == "watch":
+                self._serve_stream_error(app, info, query, err)
+                return None
+            raise err
+        endpoints = app.endpoints
+        if info.subresource == "status" and verb not in ("get", "update", "patch"):
+            raise status.method_not_allowed()
+        if verb == "get":
+            return endpoints.get(info, query)
+        if verb == "list":
+            return endpoints.list(info, ListOptions.parse(query))
+        if verb == "watch":
+            stream = endpoints.watch(info, ListOptions.parse(query, force_watch=True))
+            self._serve_watch(app, info, query, stream)
+            return None
+        content_type = media_type(self.headers.get("Content-Type"))
+        if verb in ("create", "update"):
+            if (verb == "create") == bool(info.name):
+                raise status.method_not_allowed()
+            if not content_type:
+                # negotiation.NegotiateInputSerializer: no Content-Type means the first
+                # supported media type, JSON (the official Python client sends none).
+                content_type = "application/json"
+            if content_type not in ("application/json", "application/yaml"):
+                raise status.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json, application/yaml"
+                )
+            body = decode_body(raw, content_type)
+            if verb == "create":
+                return endpoints.create(info, query, body)
+            return endpoints.update(info, query, body)
+        if verb == "patch":
+            endpoints.check_patch_type(content_type)
+            return endpoints.patch(info, query, content_type, decode_body(raw, "application/json"))
+        if verb in ("delete", "deletecollection"):
+            body = decode_body(raw, "application/json") if raw.strip() else None
+            if verb == "delete":
+                return endpoints.delete(info, query, body)
+            return endpoints.deletecollection(info, query, ListOptions.parse(query), body)
+        raise status.method_not_allowed()
+
+    # -- watches -------------------------------------------------------------------------------
+
+    def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
+        self._record(app, info, query, 200)
+        self.connection.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+
+    def _serve_stream_error(
+        self, app: ServerApp, info: RequestInfo, query: dict[str, str], err: StatusError
+    ) -> None:
+        try:
+            self._start_stream(app, info, query)
+            writer = _Chunks(self)
+            writer.write(error_line(err))
+            writer.finish()
+        except OSError:
+            self.close_connection = True
+
+    def _serve_watch(
+        self, app: ServerApp, info: RequestInfo, query: dict[str, str], stream: WatchStream
+    ) -> None:
+        assert info.rt is not None
+        handle = WatchHandle(info.rt, info.namespace or "", self.connection)
+        try:
+            self._start_stream(app, info, query)
+        except OSError:
+            self.close_connection = True
+            return
+        app.watch_opened(handle)
+        try:
+            stream.serve(_Chunks(self), handle)
+        finally:
+            app.watch_closed(handle)
+        if handle.dropped:
+            self.close_connection = True
+

@@ -1,0 +1,222 @@
+"""List and watch query parameters: parsing, validation, selectors and continue tokens.
+
+``ListOptions.parse`` decodes the query string the way ``metainternalversion.ListOptions``
+decoding does, applies ``SetListOptionsDefaults`` (the WatchList feature, on by default since
+Kubernetes 1.32) and ``ValidateListOptions``
+(``apimachinery/pkg/apis/meta/internalversion/validation/validation.go``), raising the same
+``422 Invalid`` Status on ``ListOptions.meta.k8s.io``.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from informers import fields, labels
+from informers.errors import SelectorError, StatusError
+from informers.testing import status
+from informers.testing.codec import dumps, loads
+from informers.testing.resources import ResourceType
+from informers.testing.storage import Entry
+
+__all__ = ["EXACT", "NOT_OLDER_THAN", "ListOptions", "Predicate", "decode_continue",
+           "encode_continue"]
+
+EXACT = "Exact"
+NOT_OLDER_THAN = "NotOlderThan"
+
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})  # Go strconv.ParseBool
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
+
+def parse_bool(name: str, value: str) -> bool:
+    """Go's ``strconv.ParseBool``; anything else is a 400, as query decoding answers."""
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise status.bad_request(f'{name}: strconv.ParseBool: parsing "{value}": invalid syntax')
+
+
+def parse_int(name: str, value: str) -> int:
+    """Go's ``strconv.ParseInt(value, 10, 64)``."""
+    try:
+        number = int(value, 10)
+    except ValueError:
+        raise status.bad_request(
+            f'{name}: strconv.ParseInt: parsing "{value}": invalid syntax'
+        ) from None
+    if not -(2**63) <= number < 2**63:
+        raise status.bad_request(f'{name}: strconv.ParseInt: parsing "{value}": value out of range')
+    return number
+
+
+def parse_resource_version(value: str) -> int:
+    """A resourceVersion is an unsigned decimal (``APIObjectVersioner.ParseResourceVersion``)."""
+    if not value.isdigit():
+        raise status.bad_request(
+            f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing '
+            f'"{value}": invalid syntax'
+        )
+    return int(value)
+
+
+@dataclass
+class ListOptions:
+    """The list/watch query parameters of one request (``metav1.ListOptions``)."""
+
+    watch: bool = False
+    resource_version: str = ""
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+    allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None
+    timeout_seconds: int | None = None
+
+    @classmethod
+    def parse(cls, query: dict[str, str], *, force_watch: bool = False) -> ListOptions:
+        """Decode, default and validate ``query``.
+
+        Raises:
+            StatusError: 400 for undecodable values, 422 for invalid combinations.
+        """
+        opts = cls()
+        watch = query.get("watch")
+        opts.watch = parse_bool("watch", watch) if watch else False
+        opts.watch = opts.watch or force_watch
+        opts.resource_version = query.get("resourceVersion", "")
+        opts.resource_version_match = query.get("resourceVersionMatch", "")
+        if query.get("limit"):
+            opts.limit = max(parse_int("limit", query["limit"]), 0)
+        opts.continue_token = query.get("continue", "")
+        opts.label_selector = query.get("labelSelector", "")
+        opts.field_selector = query.get("fieldSelector", "")
+        if query.get("allowWatchBookmarks"):
+            opts.allow_watch_bookmarks = parse_bool(
+                "allowWatchBookmarks", query["allowWatchBookmarks"]
+            )
+        if query.get("sendInitialEvents"):
+            opts.send_initial_events = parse_bool("sendInitialEvents", query["sendInitialEvents"])
+        if query.get("timeoutSeconds"):
+            opts.timeout_seconds = parse_int("timeoutSeconds", query["timeoutSeconds"])
+        if opts.resource_version:
+            parse_resource_version(opts.resource_version)
+        opts._set_defaults()
+        opts.validate()
+        return opts
+
+    def _set_defaults(self) -> None:
+        # SetListOptionsDefaults (apimachinery meta/internalversion/defaults.go) with the
+        # WatchList feature enabled: a legacy watch from "" or "0" becomes a streaming watch.
+        if self.send_initial_events is not None or self.resource_version_match:
+            return
+        if self.watch and self.resource_version in ("", "0"):
+            self.send_initial_events = True
+            self.resource_version_match = NOT_OLDER_THAN
+
+    def validate(self) -> None:
+        """``ValidateListOptions`` with the WatchList feature enabled."""
+        forbidden = "FieldValueForbidden"
+        causes: list[tuple[str, str, str]] = []
+        match = self.resource_version_match
+        field = "resourceVersionMatch"
+        if self.watch:
+            if self.send_initial_events is not None and match != NOT_OLDER_THAN:
+                causes.append((forbidden, field, "Forbidden: sendInitialEvents requires setting "
+                               "resourceVersionMatch to NotOlderThan"))
+            if match:
+                if self.send_initial_events is None:
+                    causes.append((forbidden, field, "Forbidden: resourceVersionMatch is "
+                                   "forbidden for watch unless sendInitialEvents is provided"))
+                if match != NOT_OLDER_THAN:
+                    causes.append(("FieldValueNotSupported", field,
+                                   f'Unsupported value: "{match}": supported values: '
+                                   '"NotOlderThan"'))
+                if self.continue_token:
+                    causes.append((forbidden, field, "Forbidden: resourceVersionMatch is "
+                                   "forbidden when continue is provided"))
+        else:
+            if match:
+                if not self.resource_version:
+                    causes.append((forbidden, field, "Forbidden: resourceVersionMatch is "
+                                   "forbidden unless resourceVersion is provided"))
+                if self.continue_token:
+                    causes.append((forbidden, field, "Forbidden: resourceVersionMatch is "
+                                   "forbidden when continue is provided"))
+                if match not in (EXACT, NOT_OLDER_THAN):
+                    causes.append(("FieldValueNotSupported", field,
+                                   f'Unsupported value: "{match}": supported values: "Exact", '
+                                   '"NotOlderThan", ""'))
+                if match == EXACT and self.resource_version == "0":
+                    causes.append((forbidden, field, 'Forbidden: resourceVersionMatch "exact" '
+                                   'is forbidden for resourceVersion "0"'))
+            if self.send_initial_events is not None:
+                causes.append((forbidden, "sendInitialEvents",
+                               "Forbidden: sendInitialEvents is forbidden for list"))
+        if causes:
+            raise status.invalid("ListOptions", "meta.k8s.io", "", causes)
+
+
+class Predicate:
+    """A label and field selector for one request (``storage.SelectionPredicate``).
+
+    Field labels are checked against what the real server supports for the kind
+    (``field label not supported: x``, a 400), after its conversions (a pod's ``spec.host``).
+    """
+
+    __slots__ = ("empty", "field", "label")
+
+    def __init__(self, rt: ResourceType, label_selector: str, field_selector: str) -> None:
+        try:
+            self.label = labels.parse(label_selector)
+        except SelectorError as err:
+            raise status.bad_request(f"unable to parse requirement: {err}") from None
+        try:
+            self.field = fields.convert_field_selector(fields.parse(field_selector), rt.kind)
+        except SelectorError as err:
+            raise status.bad_request(str(err)) from None
+        self.empty = self.label.empty() and self.field.empty()
+
+    def matches(self, entry: Entry) -> bool:
+        return self.empty or (
+            self.label.matches(entry.labels) and self.field.matches(entry.fields)
+        )
+
+
+# -- continue tokens (the shape of apiserver/pkg/storage/continue.go) ---------------------------
+
+_CONTINUE_VERSION = "meta.k8s.io/v1"
+
+
+def encode_continue(rv: int, last_key: str) -> str:
+    """An opaque token: resume after ``last_key`` in the snapshot at ``rv`` (``-1``: latest)."""
+    token = {"v": _CONTINUE_VERSION, "rv": rv, "start": last_key + "\x00"}
+    return base64.urlsafe_b64encode(dumps(token)).rstrip(b"=").decode()
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    """``(rv, last_key)`` from a token made by :func:`encode_continue`.
+
+    Raises:
+        StatusError: 400 ``invalid continue token: continue key is not valid: ...``.
+    """
+    def invalid(why: str) -> StatusError:
+        return status.bad_request(f"invalid continue token: continue key is not valid: {why}")
+
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data: Any = loads(raw)
+    except ValueError as err:  # binascii.Error and JSON decode errors are ValueErrors
+        raise invalid(str(err)) from None
+    if not isinstance(data, dict) or data.get("v") != _CONTINUE_VERSION:
+        raise invalid("unknown continue token version")
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or rv == 0:
+        raise invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start.endswith("\x00"):
+        raise invalid("encoded start key empty (version meta.k8s.io/v1)")
+    return rv, start[:-1]

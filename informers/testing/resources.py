@@ -1,0 +1,281 @@
+"""The resource types the embedded API server serves, and their discovery documents.
+
+A :class:`ResourceType` describes one collection (group, version, plural, kind, scope,
+subresources); a :class:`ResourceRegistry` holds the built-ins plus whatever a test registers,
+and renders ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>`` and ``/apis/<group>/<version>``
+the way kube-apiserver's legacy (non-aggregated) discovery does, which ``kubectl`` and the
+official dynamic client read.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BUILTIN_RESOURCES", "ResourceRegistry", "ResourceType"]
+
+ALL_VERBS: tuple[str, ...] = (
+    "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
+)
+"""The verbs of a standard REST storage, in discovery's (sorted) order."""
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served collection. Immutable; safe to share between threads.
+
+    Attributes:
+        group: API group, ``""`` for the core group.
+        version: API version (``v1``).
+        plural: the resource name in URLs (``pods``).
+        kind: the object Kind (``Pod``).
+        namespaced: namespace-scoped (``True``) or cluster-scoped.
+        short_names: discovery short names (``po``), used by ``kubectl``.
+        has_status: serves the ``status`` subresource; a main-resource update or patch then
+            keeps the stored status, and ``.../status`` changes only the status (what every
+            built-in with a status subresource and every CRD with ``subresources.status`` do).
+        has_generation: ``metadata.generation`` starts at 1 and grows when anything outside
+            ``metadata`` and ``status`` changes (true for pods since 1.33, workloads and custom
+            resources; ConfigMaps, Secrets and the like have no generation).
+        builtin: a compiled-in kind: list items omit ``kind``/``apiVersion`` as kube-apiserver
+            does for them; custom resources (``False``) keep them, as the real server does.
+        name_rule: how ``metadata.name`` is validated: ``"subdomain"`` (DNS-1123 subdomain,
+            most kinds), ``"label"`` (DNS-1123 label, namespaces) or ``"dns1035"`` (services).
+        create_status: the status a create through the API stores instead of the one sent
+            (the registry strategies' ``PrepareForCreate``; e.g. pods start ``Pending``), or
+            ``None`` to keep the status sent (nodes, kinds without a status subresource).
+        categories: discovery categories (``all``).
+        returns_deleted_object: a delete that removes the object answers the object (the
+            registry store's ``ReturnDeletedObject``: pods, services, service accounts,
+            namespaces); other kinds answer a ``Status`` of ``Success``.
+    """
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    has_status: bool = False
+    has_generation: bool = False
+    builtin: bool = True
+    name_rule: str = "subdomain"
+    create_status: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    categories: tuple[str, ...] = ()
+    returns_deleted_object: bool = False
+
+    @property
+    def api_version(self) -> str:
+        """``v1`` or ``apps/v1``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        """``PodList``."""
+        return f"{self.kind}List"
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def qualified(self) -> str:
+        """``pods`` or ``deployments.apps`` (``GroupResource.String()``)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def type_prefix(self) -> bytes:
+        """``{"kind":"Pod","apiVersion":"v1",`` spliced in front of a cached body."""
+        return f'{{"kind":"{self.kind}","apiVersion":"{self.api_version}",'.encode()
+
+    @property
+    def path_prefix(self) -> str:
+        """``/api/v1`` or ``/apis/apps/v1``."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def discovery(self) -> list[dict[str, Any]]:
+        """This resource's ``APIResource`` entries (the resource, then ``/status``)."""
+        entry: dict[str, Any] = {
+            "name": self.plural,
+            "singularName": self.singular,
+            "namespaced": self.namespaced,
+            "kind": self.kind,
+            "verbs": list(ALL_VERBS),
+        }
+        if self.short_names:
+            entry["shortNames"] = list(self.short_names)
+        if self.categories:
+            entry["categories"] = list(self.categories)
+        entries = [entry]
+        if self.has_status:
+            entries.append({
+                "name": f"{self.plural}/status",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "kind": self.kind,
+                "verbs": ["get", "patch", "update"],
+            })
+        return entries
+
+
+def _core(plural: str, kind: str, **kw: Any) -> ResourceType:
+    return ResourceType("", "v1", plural, kind, **kw)
+
+
+BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
+    _core("namespaces", "Namespace", namespaced=False, short_names=("ns",), has_status=True,
+          name_rule="label", create_status={"phase": "Active"}, returns_deleted_object=True),
+    _core("pods", "Pod", short_names=("po",), has_status=True, has_generation=True,
+          create_status={"phase": "Pending"}, categories=("all",),
+          returns_deleted_object=True),
+    _core("services", "Service", short_names=("svc",), has_status=True, name_rule="dns1035",
+          create_status={"loadBalancer": {}}, categories=("all",),
+          returns_deleted_object=True),
+    _core("endpoints", "Endpoints", short_names=("ep",)),
+    _core("nodes", "Node", namespaced=False, short_names=("no",), has_status=True),
+    _core("configmaps", "ConfigMap", short_names=("cm",)),
+    _core("secrets", "Secret"),
+    _core("events", "Event", short_names=("ev",)),
+    _core("serviceaccounts", "ServiceAccount", short_names=("sa",),
+          returns_deleted_object=True),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease"),
+    ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+    ResourceType("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
+                 has_status=True, has_generation=True, create_status={},
+                 categories=("all",)),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",),
+                 has_status=True, has_generation=True, create_status={},
+                 categories=("all",)),
+)
+"""The compiled-in kinds: core/v1, coordination.k8s.io/v1 leases, discovery.k8s.io/v1
+endpointslices and apps/v1 deployments and replicasets."""
+
+
+class ResourceRegistry:
+    """Every served :class:`ResourceType`, looked up by URL or by kind. Thread-safe.
+
+    Registration may happen while the server runs; lookups see it at once.
+    """
+
+    def __init__(self, resources: tuple[ResourceType, ...] = BUILTIN_RESOURCES) -> None:
+        self._lock = threading.Lock()
+        self._by_path: dict[tuple[str, str, str], ResourceType] = {}
+        self._order: list[ResourceType] = []
+        for rt in resources:
+            self.add(rt)
+
+    def add(self, rt: ResourceType) -> ResourceType:
+        """Serve ``rt``. Re-adding the same (group, version, plural) replaces it."""
+        with self._lock:
+            key = (rt.group, rt.version, rt.plural)
+            old = self._by_path.get(key)
+            if old is not None:
+                self._order.remove(old)
+            self._by_path[key] = rt
+            self._order.append(rt)
+        return rt
+
+    def all(self) -> list[ResourceType]:
+        with self._lock:
+            return list(self._order)
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The collection at ``/apis/<group>/<version>/<plural>``, or ``None``."""
+        return self._by_path.get((group, version, plural))
+
+    def find(self, resource: str) -> ResourceType:
+        """Resolve a helper's resource argument.
+
+        Accepts ``pods``, a short name (``po``), a kind (``Pod``) or a group-qualified plural
+        (``deployments.apps``); the core group wins a tie, as ``kubectl`` resolves it.
+
+        Raises:
+            KeyError: nothing matches.
+        """
+        with self._lock:
+            order = sorted(self._order, key=lambda rt: (rt.group != "", rt.group))
+        for rt in order:
+            if resource in (rt.plural, rt.qualified, rt.kind) or resource in rt.short_names:
+                return rt
+        raise KeyError(f"the server doesn't have a resource type {resource!r}")
+
+    def for_object(self, obj: dict[str, Any]) -> ResourceType:
+        """The collection of an object, from its ``apiVersion`` and ``kind``.
+
+        Raises:
+            KeyError: the object names no served kind.
+        """
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        with self._lock:
+            for rt in self._order:
+                if rt.kind == kind and rt.api_version == api_version:
+                    return rt
+        raise KeyError(
+            f"no served resource for apiVersion={api_version!r} kind={kind!r}; "
+            "pass resource= or register the kind"
+        )
+
+    # -- discovery documents -------------------------------------------------------------------
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """Served versions per group, in registration order (core group included as ``""``)."""
+        result: dict[str, list[str]] = {}
+        for rt in self.all():
+            versions = result.setdefault(rt.group, [])
+            if rt.version not in versions:
+                versions.append(rt.version)
+        return result
+
+    def api_versions(self, server_address: str) -> dict[str, Any]:
+        """``GET /api``: the core group's ``APIVersions``."""
+        return {
+            "kind": "APIVersions",
+            "versions": self.group_versions().get("", ["v1"]),
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+            ],
+        }
+
+    def api_group(self, group: str) -> dict[str, Any] | None:
+        """``GET /apis/<group>``: one ``APIGroup``, or ``None`` when not served."""
+        versions = self.group_versions().get(group)
+        if not group or not versions:
+            return None
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {
+            "kind": "APIGroup",
+            "apiVersion": "v1",
+            "name": group,
+            "versions": gvs,
+            "preferredVersion": gvs[0],
+        }
+
+    def api_group_list(self) -> dict[str, Any]:
+        """``GET /apis``: every non-core group."""
+        groups = []
+        for group in self.group_versions():
+            doc = self.api_group(group)
+            if doc is not None:
+                del doc["kind"], doc["apiVersion"]
+                groups.append(doc)
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    def api_resource_list(self, group: str, version: str) -> dict[str, Any] | None:
+        """``GET /api/v1`` or ``/apis/<group>/<version>``: the ``APIResourceList``."""
+        resources: list[dict[str, Any]] = []
+        for rt in self.all():
+            if rt.group == group and rt.version == version:
+                resources.extend(rt.discovery())
+        if not resources:
+            return None
+        resources.sort(key=lambda r: r["name"])
+        doc: dict[str, Any] = {
+            "kind": "APIResourceList",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
+        }
+        if group:
+            doc["apiVersion"] = "v1"
+        return doc

@@ -1,0 +1,553 @@
+"""``ApiServer``: an embedded Kubernetes API server for tests, demos and controller authors.
+
+A real HTTP server, in process, that the official ``kubernetes`` client, ``kubectl`` and our
+informers cannot tell from kube-apiserver for the resources it serves, plus what a test needs
+that a real cluster lacks: seeding helpers, a request log and fault injection.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from informers.clock import REAL_CLOCK, Clock
+from informers.testing import status, tls
+from informers.testing.codec import dumps, loads
+from informers.testing.endpoints import Endpoints, Settings
+from informers.testing.faults import Faults, InjectedFailure
+from informers.testing.handler import ApiHTTPServer
+from informers.testing.options import Predicate
+from informers.testing.requestlog import RequestLog, RequestRecord
+from informers.testing.resources import ResourceRegistry, ResourceType
+from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, object_key
+from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
+from informers.testing.watch import WatchHandle
+
+__all__ = ["DEFAULT_NAMESPACES", "ApiServer"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+"""The namespaces a new cluster has (kube-apiserver's system namespaces controller)."""
+
+_REAP_INTERVAL = 0.1  # seconds between checks for watch clients that hung up
+
+
+class ApiServer:
+    """An embedded kube-apiserver: HTTP/1.1 on ``host:port`` (port 0: a free port), and the
+    same API over HTTPS on :attr:`https_port` (a fixed test certificate, see
+    :mod:`informers.testing.tls`) because ``kubectl`` only sends credentials over TLS.
+
+    Use as a context manager (``with ApiServer() as server:``) or call :meth:`start` /
+    :meth:`stop`. Every request needs ``Authorization: Bearer <token>`` (401 otherwise);
+    :meth:`api_client` (plain HTTP unless ``secure=True``) and :meth:`write_kubeconfig`
+    (HTTPS) carry it. Thread-safe throughout. Each request runs on its own daemon thread;
+    :meth:`stop` cuts every connection and waits for them.
+
+    What it serves, and how it differs from a real cluster:
+
+    * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` and any kind
+      added with :meth:`register_resource`; JSON (and YAML request bodies) only, no protobuf,
+      no server-side apply (``application/apply-patch+yaml`` answers 415), strategic merge
+      patch is applied as a JSON merge patch (lists are replaced, not merged);
+    * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
+      pagination, bookmarks, ``sendInitialEvents`` and 410s as the API Concepts page documents
+      for kube-apiserver 1.33 with its watch cache (``watch_cache=False`` makes
+      ``resourceVersion=0`` lists honour ``limit``, like a server without the watch cache).
+      As there, a watch from ``""``/``"0"`` is a streaming watch (WatchList defaulting: with
+      ``allowWatchBookmarks`` it gets the ``initial-events-end`` bookmark), and periodic
+      BOOKMARKs only come once the cluster's resourceVersion has moved past the watch's start
+      (a write of any kind moves it);
+    * no admission beyond NamespaceLifecycle, no defaulting or schema validation beyond names,
+      no managedFields bookkeeping, no garbage collector (``propagationPolicy`` is accepted and
+      ignored) and no controllers; ``kubectl`` reads work, but its writes of built-in kinds
+      are protobuf and answer 415;
+    * deletion: an object with finalizers is marked (``deletionTimestamp``) and removed when an
+      update drops the last finalizer. A pod that is bound to a node (``spec.nodeName``) and not
+      terminal is deleted gracefully only when the request asks for ``gracePeriodSeconds > 0``:
+      it is marked with ``deletionTimestamp = now + grace`` and stays until a delete with
+      ``gracePeriodSeconds=0`` (what the kubelet sends); any other delete removes it at once.
+      Deleting a namespace removes everything in it at once (finalizers included), then it;
+    * creates through the API reset the status of kinds with a status subresource (pods start
+      ``Pending``), as the registry strategies do; the seeding helpers (:meth:`create`,
+      :meth:`update`) keep the status you give them.
+
+    Args:
+        host: interface to listen on.
+        port: TCP port; 0 picks a free one (see :attr:`port`).
+        https_port: TCP port of the HTTPS listener; 0 picks a free one.
+        token: the bearer token clients must send (default: random).
+        clock: time for bookmarks, watch timeouts, injected delays, timestamps and the request
+            log. With a ``FakeClock`` a test steps time to trigger bookmarks and timeouts.
+        bookmark_interval: seconds between BOOKMARK events on watches that allow them
+            (kube-apiserver sends one about every minute: ``cacher.go`` ``bookmarkFrequency``).
+        history_limit: watch events retained per resource; older resourceVersions answer 410.
+        min_request_timeout: a watch without ``timeoutSeconds`` lasts a random time in
+            ``[t, 2t)`` (kube-apiserver ``--min-request-timeout``, default 1800 s).
+        fresh_wait: how long a request for a resourceVersion newer than the server's waits
+            before "Too large resource version" (the watch cache blocks up to 3 s:
+            ``watch_cache.go`` ``blockTimeout``).
+        watch_cache: serve ``resourceVersion=0`` lists ignoring ``limit``, as the watch cache does.
+        max_request_body_bytes: larger bodies answer 413 (kube-apiserver default 3 MiB).
+        namespaces: namespaces that exist at start.
+    """
+
+    def __init__(
+        self, *, host: str = "127.0.0.1", port: int = 0, https_port: int = 0,
+        token: str | None = None,
+        clock: Clock = REAL_CLOCK, bookmark_interval: float = 60.0,
+        history_limit: int = DEFAULT_HISTORY_LIMIT, min_request_timeout: float = 1800.0,
+        fresh_wait: float = 3.0, watch_cache: bool = True,
+        max_request_body_bytes: int = status.MAX_REQUEST_BODY_BYTES,
+        namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.https_port = https_port
+        self.token = token if token is not None else secrets.token_urlsafe(24)
+        self.clock = clock
+        self.max_request_body_bytes = max_request_body_bytes
+        self.registry = ResourceRegistry()
+        self.storage = Storage(history_limit=history_limit, clock=clock)
+        self.strategy = Strategy(self.storage, self.registry, clock)
+        self.faults = Faults()
+        self.request_log_store = RequestLog()
+        self.endpoints = Endpoints(
+            storage=self.storage, registry=self.registry, strategy=self.strategy, clock=clock,
+            faults=self.faults,
+            settings=Settings(
+                bookmark_interval=bookmark_interval, min_request_timeout=min_request_timeout,
+                fresh_wait=fresh_wait, watch_cache=watch_cache,
+            ),
+        )
+        self.stopping = threading.Event()
+        self._lifecycle = threading.Lock()
+        self._state = threading.Condition()
+        self._watches: set[WatchHandle] = set()
+        self._connections: set[socket.socket] = set()
+        self._listeners: list[tuple[ApiHTTPServer, threading.Thread]] = []
+        self._reaper: threading.Thread | None = None
+        namespaces_rt = self.registry.find("namespaces")
+        for name in namespaces:
+            self.strategy.create(namespaces_rt, "", {"metadata": {"name": name}}, seeding=True)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (valid after :meth:`start`)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def https_url(self) -> str:
+        """``https://127.0.0.1:<https_port>``: the same API over TLS (valid after start)."""
+        return f"https://{self.host}:{self.https_port}"
+
+    @property
+    def server_address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def __enter__(self) -> ApiServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> ApiServer:
+        """Listen and serve in background threads. Idempotent."""
+        with self._lifecycle:
+            if self._listeners:
+                return self
+            self.stopping.clear()
+            self._listen()
+            self._reaper = threading.Thread(
+                target=self._reap_watches, name="informers-testing-apiserver-reaper", daemon=True
+            )
+            self._reaper.start()
+            logger.info("embedded API server listening on %s", self.url)
+        return self
+
+    def _listen(self) -> None:
+        plain = ApiHTTPServer((self.host, self.port), self)
+        self.port = plain.server_address[1]
+        secure = ApiHTTPServer((self.host, self.https_port), self, tls.server_context())
+        self.https_port = secure.server_address[1]
+        for httpd, name in ((plain, "informers-testing-apiserver"),
+                            (secure, "informers-testing-apiserver-tls")):
+            thread = threading.Thread(
+                target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name=name,
+                daemon=True,
+            )
+            thread.start()
+            self._listeners.append((httpd, thread))
+
+    def _close_listener(self) -> None:
+        listeners, self._listeners = self._listeners, []
+        for httpd, thread in listeners:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join()
+
+    def _cut_connections(self) -> None:
+        with self._state:
+            watches = list(self._watches)
+            connections = list(self._connections)
+        for handle in watches:
+            handle.drop()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.storage.notify_all()
+
+    def stop(self) -> None:
+        """Stop listening, cut every connection and wait (up to 5 s) for them to close."""
+        with self._lifecycle:
+            if not self._listeners:
+                return
+            self.stopping.set()
+            self._close_listener()
+            self._cut_connections()
+            with self._state:
+                _wait_real(self._state, lambda: not self._connections, 5.0)
+            if self._reaper is not None:
+                self._reaper.join()
+                self._reaper = None
+            logger.info("embedded API server on port %d stopped", self.port)
+
+    def restart(self) -> None:
+        """Keep every object and the history; close the listener and every connection, then
+        listen again on the same port (clients see their connections reset, then reconnect)."""
+        with self._lifecycle:
+            if not self._listeners:
+                raise RuntimeError("restart() needs a started server")
+            self._close_listener()
+            self._cut_connections()
+            with self._state:
+                _wait_real(self._state, lambda: not self._watches, 5.0)
+            self._listen()
+
+    # -- connections and watches (called by the handler) ---------------------------------------
+
+    def connection_opened(self, connection: socket.socket) -> None:
+        with self._state:
+            self._connections.add(connection)
+
+    def connection_closed(self, connection: socket.socket) -> None:
+        with self._state:
+            self._connections.discard(connection)
+            self._state.notify_all()
+
+    def watch_opened(self, handle: WatchHandle) -> None:
+        with self._state:
+            self._watches.add(handle)
+            self._state.notify_all()
+        if self.faults.hung:
+            self.storage.notify_all()
+
+    def watch_closed(self, handle: WatchHandle) -> None:
+        with self._state:
+            self._watches.discard(handle)
+            self._state.notify_all()
+
+    def _reap_watches(self) -> None:
+        """Notice watch clients that hung up while their stream is idle (Go's server learns it
+        from the request context) so the watch count stays true."""
+        while not REAL_CLOCK.sleep(_REAP_INTERVAL, self.stopping):
+            with self._state:
+                handles = list(self._watches)
+            for handle in handles:
+                if handle.peer_closed():
+                    handle.drop()
+                    self.storage.notify_all()
+
+    # -- clients -------------------------------------------------------------------------------
+
+    def api_client(self, *, secure: bool = False) -> Any:
+        """A new ``kubernetes.client.ApiClient`` for this server (host and bearer token);
+        over HTTPS, verifying the test CA, when ``secure`` is set."""
+        from kubernetes import client
+
+        configuration = client.Configuration(
+            host=self.https_url if secure else self.url,
+            api_key={"BearerToken": self.token},
+            api_key_prefix={"BearerToken": "Bearer"},
+            ssl_ca_cert=tls.ca_file() if secure else None,
+        )
+        return client.ApiClient(configuration)
+
+    def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
+        """A kubeconfig (as a dict) for the HTTPS listener, trusting the test CA."""
+        name = "informers-testing"
+        ca_data = base64.b64encode(tls.CA_CERT_PEM.encode()).decode()
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {
+                "server": self.https_url, "certificate-authority-data": ca_data}}],
+            "users": [{"name": name, "user": {"token": self.token}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name,
+                                                    "namespace": namespace}}],
+            "current-context": name,
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> str:
+        """Write :meth:`kubeconfig` to ``path`` (mode 0600) for ``kubectl --kubeconfig``."""
+        import yaml
+
+        text = yaml.safe_dump(self.kubeconfig(namespace), sort_keys=False)
+        fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        return os.fspath(path)
+
+    def register_resource(
+        self, group: str, version: str, plural: str, kind: str, namespaced: bool = True, *,
+        has_status: bool = False, short_names: Iterable[str] = (),
+    ) -> ResourceType:
+        """Serve a custom resource (as a CRD would): list items keep ``kind``/``apiVersion``,
+        ``metadata.generation`` is maintained, ``has_status`` adds the status subresource."""
+        return self.registry.add(ResourceType(
+            group, version, plural, kind, namespaced=namespaced, has_status=has_status,
+            has_generation=True, builtin=False, short_names=tuple(short_names),
+            create_status=None,
+        ))
+
+    # -- seeding helpers (no HTTP; watchers see the changes) -----------------------------------
+
+    def _rt(self, resource: str | None, obj: dict[str, Any] | None = None) -> ResourceType:
+        if resource is not None:
+            return self.registry.find(resource)
+        assert obj is not None
+        return self.registry.for_object(obj)
+
+    @staticmethod
+    def _typed(rt: ResourceType, entry: Entry) -> dict[str, Any]:
+        result: dict[str, Any] = loads(entry.typed(rt))
+        return result
+
+    @staticmethod
+    def _namespace(rt: ResourceType, obj: dict[str, Any], namespace: str | None) -> str:
+        if not rt.namespaced:
+            return ""
+        return namespace or (obj.get("metadata") or {}).get("namespace") or "default"
+
+    def create(
+        self, obj: dict[str, Any], resource: str | None = None, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create ``obj`` (a copy is stored); the resource comes from ``kind``/``apiVersion``
+        unless ``resource`` is given; the namespace is ``namespace``, else the object's, else
+        ``default``.
+
+        Returns the stored object. Raises ``StatusError`` as the API would (409, 404...).
+        """
+        rt = self._rt(resource, obj)
+        copy: dict[str, Any] = loads(dumps(obj))
+        target = self._namespace(rt, obj, namespace)
+        if rt.namespaced and isinstance(copy.get("metadata"), dict):
+            copy["metadata"]["namespace"] = target
+        entry = self.strategy.create(rt, target, copy, seeding=True)
+        return self._typed(rt, entry)
+
+    def update(
+        self, obj: dict[str, Any], resource: str | None = None, namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Replace an object unconditionally, status included (its ``resourceVersion`` is
+        ignored). Returns the stored object."""
+        rt = self._rt(resource, obj)
+        copy: dict[str, Any] = loads(dumps(obj))
+        name = (copy.get("metadata") or {}).get("name", "")
+        entry = self.strategy.update(
+            rt, self._namespace(rt, obj, namespace), name, copy, subresource="*", seeding=True
+        )
+        return self._typed(rt, entry)
+
+    def patch(
+        self, resource: str, namespace: str | None, name: str, patch: Any, *,
+        patch_type: str = "merge", subresource: str = "*",
+    ) -> dict[str, Any]:
+        """Apply a merge patch (``patch_type="merge"``) or JSON patch (``"json"``); by default
+        the status may change too. Returns the stored object."""
+        rt = self._rt(resource)
+        content_type = JSON_PATCH if patch_type == "json" else MERGE_PATCH
+        entry = self.strategy.patch(
+            rt, namespace or "", name, content_type, loads(dumps(patch)), subresource=subresource
+        )
+        return self._typed(rt, entry)
+
+    def delete(
+        self, resource: str, namespace: str | None, name: str, *,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """Delete like the API (finalizers and graceful pods are only marked). Returns the
+        object as answered (the final state, or the marked one)."""
+        rt = self._rt(resource)
+        options = {} if grace_period_seconds is None else {
+            "gracePeriodSeconds": grace_period_seconds
+        }
+        entry, _ = self.strategy.delete(rt, namespace or "", name, options)
+        return self._typed(rt, entry)
+
+    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The stored object (a copy, with ``kind``/``apiVersion``), or ``None``."""
+        rt = self._rt(resource)
+        entry = self.storage.get(rt, object_key(rt, namespace or "", name))
+        return None if entry is None else self._typed(rt, entry)
+
+    def list(
+        self, resource: str, namespace: str | None = None, *, label_selector: str = "",
+        field_selector: str = "",
+    ) -> list[dict[str, Any]]:
+        """Copies of the stored objects in key order, optionally filtered."""
+        rt = self._rt(resource)
+        predicate = Predicate(rt, label_selector, field_selector)
+        with self.storage.lock:
+            coll = self.storage.collection(rt)
+            entries = [coll.objects[k] for k in coll.sorted_keys()]
+        return [
+            self._typed(rt, e) for e in entries
+            if (namespace is None or e.namespace == namespace) and predicate.matches(e)
+        ]
+
+    @property
+    def resource_version(self) -> str:
+        """The current cluster-wide resourceVersion."""
+        return str(self.storage.rv)
+
+    # -- request log ---------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> builtins.list[RequestRecord]:
+        """Every answered request, oldest first (a copy)."""
+        return self.request_log_store.records()
+
+    def request_log(
+        self, verb: str | None = None, resource: str | None = None
+    ) -> builtins.list[RequestRecord]:
+        """The answered requests, filtered by verb and/or resource."""
+        return self.request_log_store.records(verb, resource)
+
+    def clear_request_log(self) -> None:
+        self.request_log_store.clear()
+
+    def wait_for_requests(
+        self, count: int, verb: str | None = None, resource: str | None = None,
+        timeout: float = 5.0,
+    ) -> bool:
+        """Wait (real seconds) until at least ``count`` matching requests were answered."""
+        def enough(records: builtins.list[RequestRecord]) -> bool:
+            return sum(
+                1 for r in records
+                if (verb is None or r.verb == verb) and (resource is None or r.resource == resource)
+            ) >= count
+
+        return self.request_log_store.wait_for(enough, timeout)
+
+    # -- open watches --------------------------------------------------------------------------
+
+    def watch_count(self, resource: str | None = None) -> int:
+        """Open watches (of ``resource``, a plural, if given)."""
+        with self._state:
+            return sum(1 for h in self._watches if resource is None or h.rt.plural == resource)
+
+    def wait_for_watches(
+        self, count: int, resource: str | None = None, timeout: float = 5.0
+    ) -> bool:
+        """Wait (real seconds) until at least ``count`` watches are open. A watch counts once
+        its 200 is sent and its starting point is fixed: changes made after this returns
+        ``True`` reach it."""
+        with self._state:
+            return _wait_real(
+                self._state, lambda: self.watch_count(resource) >= count, timeout
+            )
+
+    def wait_for_no_watches(self, resource: str | None = None, timeout: float = 5.0) -> bool:
+        """Wait (real seconds) until no watch (of ``resource``) is open, e.g. after a drop."""
+        with self._state:
+            return _wait_real(self._state, lambda: self.watch_count(resource) == 0, timeout)
+
+    # -- fault injection -----------------------------------------------------------------------
+
+    def drop_watches(self, resource: str | None = None) -> int:
+        """Cut every open watch (of ``resource`` if given) abruptly: the socket is shut down
+        without ending the chunked body, as when a connection or the apiserver dies. Also ends
+        :meth:`hang_watches`. Returns how many watches were dropped."""
+        self.faults.hung = False
+        with self._state:
+            handles = [h for h in self._watches if resource is None or h.rt.plural == resource]
+        for handle in handles:
+            handle.drop()
+        self.storage.notify_all()
+        return len(handles)
+
+    def fail_next(
+        self, count: int, status: int, verb: str | None = None, resource: str | None = None,
+        retry_after: int | None = None, *, message: str | None = None, in_stream: bool = False,
+    ) -> None:
+        """Fail the next ``count`` API requests matching ``verb``/``resource`` with ``status``
+        (the real reason for the code: 429 ``TooManyRequests`` with ``Retry-After``, 410
+        ``Expired``, 500 ``InternalError``, 504 ``Timeout``...). Discovery is never failed.
+        ``in_stream=True`` makes a failed watch answer 200 and send the Status as an ``ERROR``
+        event, as kube-apiserver reports errors found after a watch started."""
+        self.faults.add_failure(InjectedFailure(
+            remaining=count, code=status, verb=verb, resource=resource,
+            retry_after=retry_after, message=message, in_stream=in_stream,
+        ))
+
+    def delay(self, seconds: float, verb: str | None = None, resource: str | None = None) -> None:
+        """Delay matching API requests by ``seconds`` of the server clock before serving them;
+        ``delay(0)`` clears every delay."""
+        self.faults.set_delay(seconds, verb, resource)
+
+    def hang_watches(self) -> None:
+        """Open and new watches stop sending anything (new ones still get their 200 headers)
+        and never end, until :meth:`resume_watches` or :meth:`drop_watches`."""
+        self.faults.hung = True
+        self.storage.notify_all()
+
+    def resume_watches(self) -> None:
+        """End :meth:`hang_watches`: streams continue where they stopped."""
+        self.faults.hung = False
+        self.storage.notify_all()
+
+    def inject_malformed_watch_line(self) -> int:
+        """Every open watch writes one line that is not JSON next, then carries on. Returns
+        the number of watches affected."""
+        with self._state:
+            handles = list(self._watches)
+        for handle in handles:
+            handle.inject_malformed()
+        self.storage.notify_all()
+        return len(handles)
+
+    def compact(self) -> str:
+        """Forget all history (etcd compaction): lists and watches at older resourceVersions and
+        continue tokens issued before now answer 410; watchers that are behind get an ERROR
+        event. Returns the resourceVersion compacted at."""
+        return str(self.storage.compact())
+
+    def clear_faults(self) -> None:
+        """Forget injected failures and delays and end a hang."""
+        self.faults.clear()
+        self.storage.notify_all()
+
+
+def _wait_real(cond: threading.Condition, predicate: Any, timeout: float) -> bool:
+    """Wait on ``cond`` (held by the caller) in real time until ``predicate()``."""
+    deadline = REAL_CLOCK.now() + timeout
+    while not predicate():
+        remaining = deadline - REAL_CLOCK.now()
+        if remaining <= 0:
+            return False
+        REAL_CLOCK.wait_condition(cond, remaining)
+    return True
+

@@ -1,0 +1,72 @@
+"""Waits until caches have synced (client-go ``tools/cache.WaitForCacheSync``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from informers.clock import REAL_CLOCK, Clock
+
+__all__ = ["SYNCED_POLL_PERIOD", "wait_for_cache_sync", "wait_for_named_cache_sync"]
+
+logger = logging.getLogger(__name__)
+
+SYNCED_POLL_PERIOD = 0.1
+"""Seconds between polls (client-go ``shared_informer.go``: ``syncedPollPeriod``, 100 ms)."""
+
+
+def wait_for_cache_sync(
+    stop_event: threading.Event | None,
+    *has_synced_funcs: Callable[[], bool],
+    clock: Clock = REAL_CLOCK,
+    timeout: float | None = None,
+) -> bool:
+    """Poll ``has_synced_funcs`` at once and then every 100 ms until all return true.
+
+    Args:
+        stop_event: ends the wait early when set (``None``: never).
+        *has_synced_funcs: e.g. ``informer.has_synced`` or ``registration.has_synced``.
+        clock: measures the poll period and the timeout.
+        timeout: seconds to wait at most (``None``: no limit; client-go has none).
+
+    Returns:
+        ``True`` if every function returned true; ``False`` if ``stop_event`` was set or the
+        timeout passed first (client-go logs "stop requested" and returns false).
+    """
+    stop = stop_event if stop_event is not None else threading.Event()
+    deadline = None if timeout is None else clock.now() + timeout
+    while True:
+        if all(fn() for fn in has_synced_funcs):
+            return True
+        if stop.is_set():
+            logger.info("stop requested while waiting for caches to sync")
+            return False
+        wait = SYNCED_POLL_PERIOD
+        if deadline is not None:
+            remaining = deadline - clock.now()
+            if remaining <= 0:
+                logger.info("timed out waiting for caches to sync")
+                return False
+            wait = min(wait, remaining)
+        if clock.sleep(wait, stop):
+            if all(fn() for fn in has_synced_funcs):
+                return True
+            logger.info("stop requested while waiting for caches to sync")
+            return False
+
+
+def wait_for_named_cache_sync(
+    controller_name: str,
+    stop_event: threading.Event | None,
+    *has_synced_funcs: Callable[[], bool],
+    clock: Clock = REAL_CLOCK,
+    timeout: float | None = None,
+) -> bool:
+    """:func:`wait_for_cache_sync` with client-go's log lines naming the controller."""
+    logger.info('Waiting for caches to sync for "%s"', controller_name)
+    if not wait_for_cache_sync(stop_event, *has_synced_funcs, clock=clock, timeout=timeout):
+        logger.error('unable to sync caches for "%s"', controller_name)
+        return False
+    logger.info('Caches are synced for "%s"', controller_name)
+    return True

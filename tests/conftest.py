@@ -1,0 +1,65 @@
+"""Shared fixtures for the test suite."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+# --- the real control plane: the real_api_server fixture (see tools/control-plane/build.sh) ---
+
+_BUILD_SCRIPT = Path(__file__).resolve().parent.parent / "tools" / "control-plane" / "build.sh"
+_real: dict = {}  # "binaries", or "skip" (Go missing) / "error" (build failed): a message
+
+
+def _real_binaries(config):
+    """Find or build (once per session, progress on the terminal) the control plane."""
+    from informers.testing.control_plane import ControlPlaneError, GoMissingError, find_binaries
+
+    if not _real:
+        capture = config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            try:
+                _real["binaries"] = find_binaries(_BUILD_SCRIPT, log=sys.stderr)
+            except GoMissingError as exc:
+                _real["skip"] = str(exc)
+            except ControlPlaneError as exc:
+                _real["error"] = str(exc)
+    return _real
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    # Build before the first test: the per-test timeout would cut a first build short.
+    marked = [item for item in items if item.get_closest_marker("real_apiserver")]
+    if marked and "skip" in _real_binaries(config):
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=_real["skip"]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if "binaries" in _real:
+        b = _real["binaries"]
+        terminalreporter.write_line(
+            f"real control plane: Kubernetes {b.kubernetes_version}, etcd {b.etcd_version} "
+            f"({Path(b.kube_apiserver).parent})")
+    elif _real:
+        terminalreporter.write_line(
+            f"real control plane tests NOT RUN: {_real.get('skip') or _real['error']}",
+            yellow=True, bold=True)
+
+
+@pytest.fixture(scope="session")
+def real_api_server(request, tmp_path_factory):
+    """A started informers.testing.control_plane.ControlPlane shared by the session; its logs
+    stay in pytest's basetemp (control-plane*/)."""
+    from informers.testing.control_plane import ControlPlane
+
+    state = _real_binaries(request.config)
+    if "skip" in state:
+        pytest.skip(state["skip"])
+    if "error" in state:
+        pytest.fail(state["error"], pytrace=False)
+    with ControlPlane(state["binaries"], work_dir=tmp_path_factory.mktemp("control-plane")) as cp:
+        yield cp

@@ -1,0 +1,1016 @@
+"""Tests for controllers.endpoint.controller.
+
+Handler logic is checked against stand-in informers (a real Indexer, handlers called inline)
+looking only at the work queue; everything that writes goes through the embedded API server
+over real HTTP with the official client, with informers from the real factory.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from controllers.endpoint import (
+    HEADLESS_SERVICE_LABEL,
+    LEADER_ELECTION_ANNOTATION,
+    OVER_CAPACITY_ANNOTATION,
+    TRIGGER_TIME_ANNOTATION,
+    EndpointController,
+    StaleEndpointsCacheError,
+    sort_subsets,
+)
+from informers.clock import REAL_CLOCK, FakeClock
+from informers.factory import SharedInformerFactory
+from informers.indexer import Indexer
+from informers.keys import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    deletion_handling_meta_namespace_key_func,
+    meta_namespace_index_func,
+)
+from informers.testing import ApiServer
+
+NS = "default"
+CLUSTER_IP = "10.96.0.10"
+HTTP_PORT = {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}
+
+
+# -- object builders ---------------------------------------------------------------------------
+
+
+def make_service(name="web", selector=None, ports=(HTTP_PORT,), cluster_ip=CLUSTER_IP, ns=NS,
+                 labels=None, **spec_extra):
+    spec: dict[str, Any] = {"ports": [dict(p) if isinstance(p, dict) else p for p in ports]}
+    if selector is not None:
+        spec["selector"] = selector
+    if cluster_ip is not None:
+        spec["clusterIP"] = cluster_ip
+    spec.update(spec_extra)
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if labels is not None:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
+
+
+def make_pod(name, ips=("10.0.0.1",), ready=True, labels=None, node="node-1", phase="Running",
+             ns=NS, container_ports=(("http", 8080, "TCP"),), ready_time=None, **spec_extra):
+    condition: dict[str, Any] = {"type": "Ready", "status": "True" if ready else "False"}
+    if ready_time is not None:
+        condition["lastTransitionTime"] = ready_time
+    pod: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"app": "web"} if labels is None else labels},
+        "spec": {"containers": [{"name": "c", "image": "x", "ports": [
+            {"name": n, "containerPort": p, "protocol": proto} for n, p, proto in container_ports
+        ]}], **spec_extra},
+        "status": {"phase": phase, "conditions": [condition]},
+    }
+    if node is not None:
+        pod["spec"]["nodeName"] = node
+    if ips:
+        pod["status"]["podIP"] = ips[0]
+        pod["status"]["podIPs"] = [{"ip": ip} for ip in ips]
+    return pod
+
+
+def address(server, pod_name, ip, node="node-1", hostname=None, ns=NS):
+    uid = server.get("pods", ns, pod_name)["metadata"]["uid"]
+    out: dict[str, Any] = {"ip": ip}
+    if hostname is not None:
+        out["hostname"] = hostname
+    out["nodeName"] = node
+    out["targetRef"] = {"kind": "Pod", "namespace": ns, "name": pod_name, "uid": uid}
+    return out
+
+
+def eventually(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition"):
+    """Poll (real time) until ``predicate()`` is truthy; return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+class RecordingRecorder:
+    """An event recorder stand-in that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str, str]] = []
+        self._lock = threading.Lock()
+
+    def event(self, obj, type, reason, message):
+        meta = obj["metadata"]
+        with self._lock:
+            self.events.append((f"{meta['namespace']}/{meta['name']}", type, reason, message,
+                                obj.get("kind", "")))
+
+    def reasons(self):
+        with self._lock:
+            return [e[2] for e in self.events]
+
+
+# -- harness over the embedded API server --------------------------------------------------------
+
+
+class Cluster:
+    """An embedded API server, a factory's informers and a running EndpointController."""
+
+    def __init__(self, server: ApiServer) -> None:
+        self.server = server
+        self.client = server.api_client()
+        self.factory: SharedInformerFactory | None = None
+        self.controller: EndpointController | None = None
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.recorder = RecordingRecorder()
+        self.add_after_calls: list[tuple[str, float]] = []
+
+    def start(self, workers=2, batch_period=0.0, clock=REAL_CLOCK, wait=True, **kwargs):
+        self.factory = SharedInformerFactory(self.client)
+        core = self.factory.core().v1()
+        kwargs.setdefault("event_recorder", self.recorder)
+        self.controller = EndpointController(
+            core.pods(), core.services(), core.endpoints(), self.client, batch_period,
+            clock=clock, **kwargs,
+        )
+        original = self.controller.queue.add_after
+
+        def recording_add_after(item, seconds):
+            self.add_after_calls.append((item, seconds))
+            original(item, seconds)
+
+        self.controller.queue.add_after = recording_add_after  # type: ignore[method-assign]
+        self.factory.start(self.stop)
+        if wait:
+            # Under a fake clock run() would poll the cache on that clock: sync first.
+            eventually(self.controller.has_synced, what="caches to sync")
+        self.thread = threading.Thread(
+            target=self.controller.run, args=(workers, self.stop), name="test-controller-run"
+        )
+        self.thread.start()
+        return self.controller
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=30)
+            assert not self.thread.is_alive(), "controller did not stop"
+        if self.factory is not None:
+            self.factory.shutdown()
+        self.client.close()
+
+    # helpers
+
+    def endpoints(self, name="web", ns=NS):
+        return self.server.get("endpoints", ns, name)
+
+    def wait_endpoints(self, predicate, name="web", ns=NS, what=None):
+        def check():
+            ep = self.endpoints(name, ns)
+            return ep if ep is not None and predicate(ep) else None
+
+        return eventually(check, what=what or f"endpoints {ns}/{name}")
+
+    def endpoint_writes(self):
+        return [(r.verb, r.name, r.status) for r in self.server.request_log(resource="endpoints")
+                if r.verb in ("create", "update", "delete")]
+
+    def syncs(self, result):
+        assert self.controller is not None
+        return self.controller.metrics.snapshot().syncs[result]
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with ApiServer() as server:
+        c = Cluster(server)
+        try:
+            yield c
+        finally:
+            c.close()
+
+
+def subsets_of(ep):
+    return ep.get("subsets", [])
+
+
+# -- integration: the rules of the specification ----------------------------------------------
+
+
+def test_ready_and_not_ready_pods_exact_endpoints(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}, labels={"team": "a"}))
+    s.create(make_pod("pod0", ("10.0.0.1",)))
+    s.create(make_pod("pod1", ("10.0.0.2",), ready=False, node="node-2"))
+    s.create(make_pod("other", ("10.0.0.3",), labels={"app": "db"}))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert ep["subsets"] == [{
+        "addresses": [address(s, "pod0", "10.0.0.1")],
+        "notReadyAddresses": [address(s, "pod1", "10.0.0.2", node="node-2")],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]
+    assert ep["metadata"]["labels"] == {"team": "a"}
+    created = s.get("services", NS, "web")["metadata"]["creationTimestamp"]
+    assert ep["metadata"]["annotations"] == {TRIGGER_TIME_ANNOTATION: created}
+    assert cluster.endpoint_writes() == [("create", "", 201)]
+
+
+def test_empty_selector_selects_all_pods_of_the_namespace_nil_selects_none(cluster):
+    s = cluster.server
+    s.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    s.create(make_service("all", selector={}))
+    s.create(make_service("manual", selector=None))
+    s.create(make_pod("a", ("10.0.0.1",), labels={"x": "1"}))
+    s.create(make_pod("b", ("10.0.0.2",), labels={}))
+    s.create(make_pod("c", ("10.0.0.3",), ns="other"))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e), name="all")
+    assert ep["subsets"] == [{
+        "addresses": [address(s, "a", "10.0.0.1"), address(s, "b", "10.0.0.2")],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]
+    eventually(lambda: cluster.syncs("skipped") >= 1, what="manual service sync")
+    assert cluster.endpoints("manual") is None
+
+
+def test_external_name_gets_no_endpoints(cluster):
+    s = cluster.server
+    s.create(make_service("ext", selector={"app": "web"}, type="ExternalName",
+                          externalName="example.com", cluster_ip=None))
+    s.create(make_pod("a"))
+    cluster.start()
+    eventually(lambda: cluster.syncs("skipped") >= 1)
+    assert cluster.endpoints("ext") is None
+    assert cluster.endpoint_writes() == []
+
+
+def test_terminal_and_ip_less_pods_are_left_out(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("failed", ("10.0.0.1",), phase="Failed"))
+    s.create(make_pod("done", ("10.0.0.2",), phase="Succeeded", ready=False))
+    s.create(make_pod("noip", ()))
+    s.create(make_pod("ok", ("10.0.0.4",)))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert ep["subsets"] == [{
+        "addresses": [address(s, "ok", "10.0.0.4")],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]
+
+
+def _terminating_pods(s):
+    s.create(make_pod("stay", ("10.0.0.1",)))
+    s.create(make_pod("leaving", ("10.0.0.2",)))
+    s.create(make_pod("leaving-unready", ("10.0.0.3",), ready=False))
+    for name in ("leaving", "leaving-unready"):
+        marked = s.delete("pods", NS, name, grace_period_seconds=30)
+        assert marked["metadata"]["deletionTimestamp"]
+
+
+def test_terminating_pods_are_left_out_without_publish_not_ready(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    _terminating_pods(s)
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert ep["subsets"] == [{
+        "addresses": [address(s, "stay", "10.0.0.1")],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]
+
+
+def test_terminating_and_unready_pods_are_ready_with_publish_not_ready(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}, publishNotReadyAddresses=True))
+    _terminating_pods(s)
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert ep["subsets"] == [{
+        "addresses": [address(s, "stay", "10.0.0.1"), address(s, "leaving", "10.0.0.2"),
+                      address(s, "leaving-unready", "10.0.0.3")],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]
+
+
+def test_named_ports_that_match_and_that_do_not_and_multiple_ports(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}, ports=(
+        {"name": "web", "port": 80, "targetPort": "http", "protocol": "TCP"},
+        {"name": "metrics", "port": 9100, "targetPort": "metrics", "protocol": "TCP"},
+        {"name": "dns", "port": 53, "targetPort": 5353, "protocol": "UDP"},
+    )))
+    s.create(make_pod("a", ("10.0.0.1",),
+                      container_ports=(("http", 8080, "TCP"), ("metrics", 9100, "TCP"))))
+    s.create(make_pod("b", ("10.0.0.2",), container_ports=(("http", 8081, "TCP"),)))
+    s.create(make_pod("c", ("10.0.0.3",), container_ports=(("http", 8080, "UDP"),)))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: len(subsets_of(e)) == 3)
+    dns = {"name": "dns", "port": 5353, "protocol": "UDP"}
+    web = {"name": "web", "port": 8080, "protocol": "TCP"}
+    metrics = {"name": "metrics", "port": 9100, "protocol": "TCP"}
+    a, b, c = (address(s, "a", "10.0.0.1"), address(s, "b", "10.0.0.2"),
+               address(s, "c", "10.0.0.3"))
+    # Pod UIDs are random, so the order (by the MD5 of Go spew dumps, pinned against Go in
+    # test_endpoint_repack) is computed with sort_subsets.
+    assert ep["subsets"] == sort_subsets([
+        {"addresses": [a], "ports": [metrics, web]},
+        {"addresses": [b], "ports": [{"name": "web", "port": 8081, "protocol": "TCP"}]},
+        {"addresses": [a, b, c], "ports": [dns]},
+    ])
+
+
+def test_headless_without_ports_and_with_ports(cluster):
+    s = cluster.server
+    s.create(make_service("bare", selector={"app": "web"}, ports=(), cluster_ip="None"))
+    s.create(make_service("named", selector={"app": "web"}, cluster_ip="None"))
+    s.create(make_service("noports", selector={"app": "web"}, ports=()))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    s.create(make_pod("b", ("10.0.0.2",), ready=False))
+    cluster.start()
+    bare = cluster.wait_endpoints(lambda e: subsets_of(e), name="bare")
+    assert bare["subsets"] == [{"addresses": [address(s, "a", "10.0.0.1")],
+                                "notReadyAddresses": [address(s, "b", "10.0.0.2")]}]
+    assert bare["metadata"]["labels"] == {HEADLESS_SERVICE_LABEL: ""}
+    named = cluster.wait_endpoints(lambda e: subsets_of(e), name="named")
+    assert named["subsets"] == [{"addresses": [address(s, "a", "10.0.0.1")],
+                                 "notReadyAddresses": [address(s, "b", "10.0.0.2")],
+                                 "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}]
+    noports = cluster.wait_endpoints(lambda e: True, name="noports")
+    assert "subsets" not in noports  # a ClusterIP service without ports gets an empty Endpoints
+    assert "labels" not in noports["metadata"]
+
+
+def test_dual_stack_families(cluster):
+    s = cluster.server
+    s.create(make_service("v6", selector={"app": "web"}, cluster_ip="fd00:96::1",
+                          ipFamilies=["IPv6", "IPv4"]))
+    s.create(make_service("v4", selector={"app": "web"}, ipFamilies=["IPv4", "IPv6"]))
+    s.create(make_service("legacy-headless", selector={"app": "web"}, cluster_ip="None"))
+    s.create(make_pod("a", ("10.0.0.1", "fd00::1")))
+    s.create(make_pod("b", ("fd00::2", "10.0.0.2")))
+    s.create(make_pod("v6only", ("fd00::3",)))
+    cluster.start()
+    http = [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    v6 = cluster.wait_endpoints(lambda e: subsets_of(e), name="v6")
+    assert v6["subsets"] == [{"addresses": [address(s, "a", "fd00::1"), address(s, "b", "fd00::2"),
+                                            address(s, "v6only", "fd00::3")], "ports": http}]
+    v4 = cluster.wait_endpoints(lambda e: subsets_of(e), name="v4")
+    assert v4["subsets"] == [{"addresses": [address(s, "a", "10.0.0.1"),
+                                            address(s, "b", "10.0.0.2")], "ports": http}]
+    legacy = cluster.wait_endpoints(lambda e: subsets_of(e), name="legacy-headless")
+    # no ipFamilies on a headless service: each pod's primary IP decides
+    assert legacy["subsets"] == [{"addresses": [address(s, "a", "10.0.0.1"),
+                                                address(s, "b", "fd00::2"),
+                                                address(s, "v6only", "fd00::3")],
+                                  "ports": http}]
+
+
+def test_hostname_and_subdomain(cluster):
+    s = cluster.server
+    s.create(make_service("db", selector={"app": "web"}, cluster_ip="None"))
+    s.create(make_pod("db-0", ("10.0.0.1",), hostname="db-0", subdomain="db"))
+    s.create(make_pod("db-1", ("10.0.0.2",), hostname="db-1", subdomain="elsewhere"))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e), name="db")
+    assert ep["subsets"][0]["addresses"] == [
+        address(s, "db-0", "10.0.0.1", hostname="db-0"), address(s, "db-1", "10.0.0.2")
+    ]
+
+
+def test_label_replacement_and_headless_label(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}, labels={"team": "a"}))
+    s.create({"apiVersion": "v1", "kind": "Endpoints",
+              "metadata": {"name": "web", "namespace": NS,
+                           "labels": {"stale": "x", HEADLESS_SERVICE_LABEL: "",
+                                      "team": "old"},
+                           "annotations": {"keep": "me"}}})
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert ep["metadata"]["labels"] == {"team": "a"}
+    assert ep["metadata"]["annotations"]["keep"] == "me"
+    # Making the service headless adds the label; a label change on the service replaces all.
+    svc = s.get("services", NS, "web")
+    svc["spec"]["clusterIP"] = "None"
+    svc["metadata"]["labels"] = {"team": "b"}
+    s.update(svc)
+    ep = cluster.wait_endpoints(lambda e: e["metadata"].get("labels") == {
+        "team": "b", HEADLESS_SERVICE_LABEL: ""})
+    assert ep["subsets"][0]["addresses"] == [address(s, "a", "10.0.0.1")]
+
+
+def test_no_write_when_nothing_changed(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start()
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    eventually(lambda: cluster.controller.queue.__len__() == 0 and cluster.syncs("created") == 1)
+    s.clear_request_log()
+    before = cluster.syncs("unchanged")
+    # An irrelevant pod change enqueues nothing; a service change syncs without a write.
+    pod = s.get("pods", NS, "a")
+    pod["metadata"]["annotations"] = {"note": "x"}
+    pod["status"]["podIP"] = "10.9.9.9"  # podIP alone is not looked at
+    s.update(pod)
+    svc = s.get("services", NS, "web")
+    svc["metadata"]["annotations"] = {"note": "y"}
+    s.update(svc)
+    eventually(lambda: cluster.syncs("unchanged") == before + 1, what="the no-op sync")
+    assert cluster.endpoint_writes() == []
+
+
+def test_trigger_time_annotation_follows_pod_readiness(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",), ready=False, ready_time="2030-01-01T00:00:00Z"))
+    cluster.start()
+    created = s.get("services", NS, "web")["metadata"]["creationTimestamp"]
+    cluster.wait_endpoints(lambda e: e["metadata"].get("annotations", {}).get(
+        TRIGGER_TIME_ANNOTATION) == created)
+    s.patch("pods", NS, "a", {"status": {"conditions": [
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2030-01-02T03:04:05Z"}]}})
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e) and "addresses" in e["subsets"][0])
+    assert ep["metadata"]["annotations"][TRIGGER_TIME_ANNOTATION] == "2030-01-02T03:04:05Z"
+
+
+@pytest.mark.slow
+def test_over_capacity_truncation_at_the_reference_numbers(cluster):
+    # upstream TestSyncServiceOverCapacity: maxCapacity-3 ready + 4 not ready desired ->
+    # maxCapacity-3 ready, 3 not ready, annotation "truncated".
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    for i in range(997):
+        s.create(make_pod(f"r{i}", (f"10.1.{i // 250}.{i % 250}",)))
+    for i in range(4):
+        s.create(make_pod(f"n{i}", (f"10.2.0.{i}",), ready=False))
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e), what="truncated endpoints")
+    assert ep["metadata"]["annotations"][OVER_CAPACITY_ANNOTATION] == "truncated"
+    (subset,) = ep["subsets"]
+    assert len(subset["addresses"]) == 997
+    assert [a["ip"] for a in subset["notReadyAddresses"]] == ["10.2.0.0", "10.2.0.1", "10.2.0.2"]
+    # Back under capacity: the annotation goes away.
+    s.delete("pods", NS, "n3")
+    ep = cluster.wait_endpoints(lambda e: OVER_CAPACITY_ANNOTATION not in e["metadata"].get(
+        "annotations", {}), what="annotation removal")
+    assert len(ep["subsets"][0]["notReadyAddresses"]) == 3
+
+
+def test_orphans_deleted_at_startup_but_not_leader_records(cluster):
+    s = cluster.server
+    s.create({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "orphan",
+                                                                    "namespace": NS}})
+    s.create({"apiVersion": "v1", "kind": "Endpoints", "metadata": {
+        "name": "leader", "namespace": NS,
+        "annotations": {LEADER_ELECTION_ANNOTATION: '{"holderIdentity":"x"}'}}})
+    s.create(make_service("manual", selector=None))
+    manual = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual",
+                                                                    "namespace": NS},
+              "subsets": [{"addresses": [{"ip": "192.0.2.1"}], "ports": [{"port": 1}]}]}
+    s.create(manual)
+    cluster.start()
+    eventually(lambda: cluster.endpoints("orphan") is None, what="orphan deletion")
+    eventually(lambda: cluster.syncs("skipped") >= 1)
+    assert cluster.endpoints("leader") is not None
+    assert cluster.endpoints("manual")["subsets"] == manual["subsets"]
+    assert ("delete", "orphan", 200) in cluster.endpoint_writes()
+    assert all(name != "leader" for _, name, _ in cluster.endpoint_writes())
+
+
+def test_service_deletion_deletes_its_endpoints(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a"))
+    cluster.start()
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    s.delete("services", NS, "web")
+    eventually(lambda: cluster.endpoints() is None, what="endpoints deletion")
+    eventually(lambda: cluster.syncs("deleted") >= 1)
+
+
+def test_pod_changes_update_endpoints(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start()
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    s.create(make_pod("b", ("10.0.0.2",)))
+    cluster.wait_endpoints(lambda e: len(e["subsets"][0].get("addresses", [])) == 2)
+    s.patch("pods", NS, "a", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+    ep = cluster.wait_endpoints(lambda e: "notReadyAddresses" in e["subsets"][0])
+    assert ep["subsets"][0]["notReadyAddresses"] == [address(s, "a", "10.0.0.1")]
+    s.patch("pods", NS, "b", {"metadata": {"labels": {"app": "other"}}})
+    ep = cluster.wait_endpoints(lambda e: "addresses" not in e["subsets"][0])
+    s.delete("pods", NS, "a")
+    ep = cluster.wait_endpoints(lambda e: not subsets_of(e))
+    assert ep["metadata"]["name"] == "web"
+
+
+def test_batching_coalesces_pod_adds_and_updates(cluster):
+    clock = FakeClock()
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    controller = cluster.start(batch_period=1.0, clock=clock)
+    cluster.wait_endpoints(lambda e: True)  # the service add syncs at once
+    eventually(lambda: len(controller.queue) == 0 and cluster.syncs("created") == 1)
+    s.clear_request_log()
+    # Three pod adds within the batch period: one sync, one write (upstream TestPodAddsBatching).
+    for i in range(3):
+        s.create(make_pod(f"p{i}", (f"10.0.0.{i + 1}",)))
+    eventually(lambda: len(cluster.add_after_calls) == 3, what="three batched enqueues")
+    assert cluster.add_after_calls == [("default/web", 1.0)] * 3
+    assert cluster.endpoint_writes() == []
+    clock.step(1.0)
+    ep = cluster.wait_endpoints(lambda e: len(subsets_of(e)) == 1 and len(
+        e["subsets"][0].get("addresses", [])) == 3)
+    eventually(lambda: len(controller.queue) == 0)
+    assert cluster.endpoint_writes() == [("update", "web", 200)]
+    # Three pod updates, the last 0.5 s after the first: still one sync at 1 s after the first.
+    s.clear_request_log()
+    cluster.add_after_calls.clear()
+    for i in range(3):
+        s.patch("pods", NS, f"p{i}",
+                {"status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+        eventually(lambda i=i: len(cluster.add_after_calls) == i + 1, what="a batched enqueue")
+        if i == 1:
+            clock.step(0.5)
+    assert cluster.endpoint_writes() == []
+    clock.step(0.5)
+    ep = cluster.wait_endpoints(lambda e: "addresses" not in e["subsets"][0])
+    assert [a["ip"] for a in ep["subsets"][0]["notReadyAddresses"]] == [
+        "10.0.0.1", "10.0.0.2", "10.0.0.3"
+    ]
+    eventually(lambda: len(controller.queue) == 0)
+    assert cluster.endpoint_writes() == [("update", "web", 200)]
+
+
+def test_retries_on_conflict(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start()
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    s.fail_next(1, 409, verb="update", resource="endpoints")
+    s.create(make_pod("b", ("10.0.0.2",)))
+    cluster.wait_endpoints(lambda e: len(e["subsets"][0]["addresses"]) == 2)
+    assert [w for w in cluster.endpoint_writes() if w[0] == "update"] == [
+        ("update", "web", 409), ("update", "web", 200)
+    ]
+    assert cluster.recorder.reasons() == ["FailedToUpdateEndpoint"]
+    (key, type_, _reason, message, kind) = cluster.recorder.events[0]
+    assert (key, type_, kind) == ("default/web", "Warning", "Endpoints")
+    assert message.startswith("Failed to update endpoint default/web: 409")
+    assert cluster.controller.metrics.snapshot().retries == 1
+
+
+def test_retries_on_server_errors_then_success(cluster):
+    s = cluster.server
+    s.fail_next(2, 500, verb="create", resource="endpoints")
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start()
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert cluster.endpoint_writes() == [("create", "", 500), ("create", "", 500),
+                                         ("create", "", 201)]
+    assert cluster.recorder.reasons() == ["FailedToCreateEndpoint"] * 2
+    assert cluster.recorder.events[0][3].startswith(
+        "Failed to create endpoint for service default/web: 500")
+
+
+def test_gives_up_after_max_retries(cluster):
+    s = cluster.server
+    s.fail_next(10, 500, verb="create", resource="endpoints")
+    s.create(make_service(selector={"app": "web"}))
+    cluster.start(max_retries=2)
+    eventually(lambda: cluster.controller.metrics.snapshot().dropped == 1, what="the drop")
+    assert cluster.endpoint_writes() == [("create", "", 500)] * 3
+    snap = cluster.controller.metrics.snapshot()
+    assert (snap.retries, snap.syncs["error"]) == (2, 3)
+
+
+def test_hand_edited_endpoints_are_corrected(cluster, caplog):
+    caplog.set_level(logging.INFO, logger="controllers.endpoint.controller")
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start()
+    good = cluster.wait_endpoints(lambda e: subsets_of(e))
+    edited = copy.deepcopy(good)
+    edited["subsets"] = [{"addresses": [{"ip": "203.0.113.9"}], "ports": [{"port": 1}]}]
+    edited["metadata"]["labels"] = {"hand": "made"}
+    s.update(edited)
+    fixed = cluster.wait_endpoints(lambda e: e["subsets"] == good["subsets"], what="correction")
+    assert "labels" not in fixed["metadata"]
+    assert "Endpoints default/web was changed by another writer" in caplog.text
+
+
+def test_hand_edits_linger_when_endpoints_updates_are_not_watched(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    cluster.start(watch_endpoints_updates=False)
+    good = cluster.wait_endpoints(lambda e: subsets_of(e))
+    edited = copy.deepcopy(good)
+    edited["subsets"] = []
+    rv = s.update(edited)["metadata"]["resourceVersion"]
+    lister = cluster.factory.core().v1().endpoints().lister()
+    eventually(lambda: lister.endpoints(NS).get("web")["metadata"]["resourceVersion"] == rv,
+               what="the informer to see the edit")
+    assert cluster.endpoints()["metadata"]["resourceVersion"] == rv  # not corrected by itself
+    # upstream behaviour: corrected only when something else triggers a sync
+    svc = s.get("services", NS, "web")
+    svc["metadata"]["annotations"] = {"poke": "1"}
+    s.update(svc)
+    cluster.wait_endpoints(lambda e: e.get("subsets") == good["subsets"])
+
+
+def test_bad_input_is_logged_and_never_crashes(cluster, caplog):
+    s = cluster.server
+    s.create(make_service("badsel", selector=["app", "web"]))
+    s.create(make_service("badport", selector={"app": "web"}, ports=(
+        {"name": "bad", "port": 81, "targetPort": True, "protocol": "TCP"},
+        "junk",
+        HTTP_PORT,
+    )))
+    s.create(make_pod("ok", ("10.0.0.1",)))
+    broken = make_pod("broken", ("10.0.0.2",))
+    broken["status"] = {"phase": "Running", "podIPs": [{"ip": "not-an-ip"}, {"ip": "10.0.0.2"}],
+                        "conditions": "junk"}
+    s.create(broken)
+    weird = make_pod("weird", ())
+    weird["status"] = "not an object"
+    s.create(weird)
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e), name="badport")
+    assert ep["subsets"] == [{
+        "addresses": [address(s, "ok", "10.0.0.1")],
+        "notReadyAddresses": [address(s, "broken", "10.0.0.2")],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]
+    eventually(lambda: "Service default/badsel: spec.selector is not a map" in caplog.text)
+    assert "spec.ports[0].targetPort True is neither a number nor a name" in caplog.text
+    assert "spec.ports[1] is not an object" in caplog.text
+    assert "malformed status.podIPs entry 'not-an-ip'" in caplog.text
+    assert cluster.endpoints("badsel") is None
+    assert cluster.controller.metrics.snapshot().syncs["error"] == 0
+
+
+def test_run_waits_for_caches_and_makes_no_request_if_stopped_first():
+    with ApiServer() as server:
+        server.create(make_service(selector={}))
+        client = server.api_client()
+        try:
+            factory = SharedInformerFactory(client)
+            core = factory.core().v1()
+            controller = EndpointController(core.pods(), core.services(), core.endpoints(),
+                                            client)
+            stop = threading.Event()
+            thread = threading.Thread(target=controller.run, args=(1, stop))
+            thread.start()  # informers never started: caches never sync
+            time.sleep(0.3)
+            assert not controller.has_synced()
+            stop.set()
+            thread.join(timeout=10)
+            assert not thread.is_alive()
+            assert server.request_log(resource="endpoints") == []
+            with pytest.raises(RuntimeError, match="only once"):
+                controller.run(1, stop)
+        finally:
+            client.close()
+
+
+# -- the stale-cache guard, with stand-in informers over the embedded server ------------------
+
+
+class StubInformer:
+    """A stand-in SharedIndexInformer: a real Indexer; events are delivered inline."""
+
+    def __init__(self) -> None:
+        self.indexer = Indexer(deletion_handling_meta_namespace_key_func,
+                               {NAMESPACE_INDEX: meta_namespace_index_func})
+        self.handlers: list[Any] = []
+        self.synced = True
+
+    def add_event_handler(self, handler):
+        self.handlers.append(handler)
+
+    def get_indexer(self):
+        return self.indexer
+
+    def has_synced(self):
+        return self.synced
+
+    def add(self, obj, initial=False):
+        self.indexer.add(obj)
+        for h in self.handlers:
+            h.on_add(obj, initial)
+
+    def update(self, obj):
+        old = self.indexer.get(obj)
+        self.indexer.update(obj)
+        for h in self.handlers:
+            h.on_update(old, obj)
+
+    def delete(self, obj):
+        self.indexer.delete(obj)
+        for h in self.handlers:
+            h.on_delete(obj)
+
+
+class Stubs:
+    def __init__(self, api_client=None, batch_period=0.0, **kwargs):
+        self.pods, self.services, self.endpoints = StubInformer(), StubInformer(), StubInformer()
+        self.clock = FakeClock()
+        self.controller = EndpointController(self.pods, self.services, self.endpoints, api_client,
+                                             batch_period, clock=self.clock, **kwargs)
+
+    def queued(self):
+        """Keys ready in the queue (without processing them)."""
+        q = self.controller.queue
+        keys = []
+        while len(q):
+            key, _ = q.get()
+            keys.append(key)
+            q.done(key)
+            q.forget(key)
+        return sorted(keys)
+
+    def close(self):
+        self.controller.queue.shut_down()
+
+
+@pytest.fixture
+def stubs():
+    s = Stubs()
+    yield s
+    s.close()
+
+
+def test_stale_cache_guard():
+    with ApiServer() as server:
+        client = server.api_client()
+        st = Stubs(api_client=client)
+        try:
+            svc = server.create(make_service(selector={"app": "web"}))
+            pod = server.create(make_pod("a", ("10.0.0.1",)))
+            old = server.create({"apiVersion": "v1", "kind": "Endpoints",
+                                 "metadata": {"name": "web", "namespace": NS}})
+            st.services.indexer.add(svc)
+            st.pods.indexer.add(pod)
+            st.endpoints.indexer.add(old)
+            assert st.controller.sync_service("default/web") == "updated"
+            new = server.get("endpoints", NS, "web")
+            assert new["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
+            server.clear_request_log()
+            # The informer has not seen our write yet: retry instead of computing against it.
+            with pytest.raises(StaleEndpointsCacheError, match="out of date"):
+                st.controller.sync_service("default/web")
+            assert server.request_log(resource="endpoints") == []
+            st.endpoints.indexer.update(new)
+            assert st.controller.sync_service("default/web") == "unchanged"
+            # the key is retried with rate limiting when the guard fires from a worker
+            st.endpoints.indexer.update(old)
+            st.controller.queue.add("default/web")
+            assert st.controller.process_next_work_item()
+            assert st.controller.queue.num_requeues("default/web") == 1
+        finally:
+            st.close()
+            client.close()
+
+
+# -- handlers -> queue keys (§A.2), stand-in informers, no API ----------------------------------
+
+
+def test_service_events_enqueue_at_once(stubs):
+    svc = make_service(selector={"app": "web"})
+    stubs.services.add(svc)
+    assert stubs.queued() == ["default/web"]
+    stubs.services.update(copy.deepcopy(svc))
+    assert stubs.queued() == ["default/web"]
+    stubs.services.delete(svc)
+    assert stubs.queued() == ["default/web"]
+    stubs.controller._on_service_delete(DeletedFinalStateUnknown("default/gone", None))
+    assert stubs.queued() == ["default/gone"]
+
+
+def test_pod_events_enqueue_selecting_services(stubs):
+    for svc in (make_service("web", selector={"app": "web"}), make_service("all", selector={}),
+                make_service("manual"), make_service("db", selector={"app": "db"}),
+                make_service("elsewhere", selector={}, ns="other")):
+        stubs.services.indexer.add(svc)
+    pod = make_pod("a")
+    pod["metadata"]["resourceVersion"] = "1"
+    stubs.pods.add(pod)
+    assert stubs.queued() == ["default/all", "default/web"]
+    moved = copy.deepcopy(pod)
+    moved["metadata"]["resourceVersion"] = "2"
+    moved["metadata"]["labels"] = {"app": "db"}
+    stubs.pods.update(moved)
+    assert stubs.queued() == ["default/db", "default/web"]
+    stubs.pods.delete(moved)
+    assert stubs.queued() == ["default/all", "default/db"]
+    stubs.pods.handlers[0].on_delete(DeletedFinalStateUnknown("default/a", pod))
+    assert stubs.queued() == ["default/all", "default/web"]
+    stubs.pods.handlers[0].on_delete(DeletedFinalStateUnknown("default/a", None))
+    assert stubs.queued() == []
+
+
+def test_pod_resync_and_irrelevant_updates_enqueue_nothing(stubs):
+    stubs.services.indexer.add(make_service(selector={"app": "web"}))
+    pod = make_pod("a")
+    pod["metadata"]["resourceVersion"] = "1"
+    stubs.pods.indexer.add(pod)
+    stubs.pods.handlers[0].on_update(pod, pod)
+    changed = copy.deepcopy(pod)
+    changed["metadata"]["resourceVersion"] = "2"
+    changed["metadata"]["annotations"] = {"a": "b"}
+    stubs.pods.update(changed)
+    assert stubs.queued() == []
+
+
+def test_batch_period_delays_pod_triggered_keys_only():
+    st = Stubs(batch_period=2.0)
+    try:
+        st.services.indexer.add(make_service(selector={}))
+        pod = make_pod("a")
+        st.pods.add(pod)
+        assert st.queued() == []
+        st.clock.step(1.9)
+        st.pods.add(make_pod("b"))  # coalesced: the earlier deadline stays
+        st.clock.step(0.1)
+        eventually(lambda: len(st.controller.queue) == 1, what="the batched key")
+        assert st.queued() == ["default/web"]
+        st.endpoints.delete({"metadata": {"name": "web", "namespace": NS}})
+        assert st.queued() == ["default/web"]
+    finally:
+        st.close()
+
+
+def test_endpoints_updates_by_others_enqueue_but_our_echo_does_not(stubs):
+    stubs.services.indexer.add(make_service(selector={"app": "web"}))
+    stubs.services.indexer.add(make_service("manual"))
+    ep = {"metadata": {"name": "web", "namespace": NS, "resourceVersion": "5"}}
+    stubs.endpoints.add(ep, initial=True)
+    assert stubs.queued() == []  # the initial list is the startup sweep's business
+    edited = copy.deepcopy(ep)
+    edited["metadata"]["resourceVersion"] = "6"
+    stubs.endpoints.update(edited)
+    assert stubs.queued() == ["default/web"]
+    stubs.controller._written["default/web"] = "7"
+    ours = copy.deepcopy(ep)
+    ours["metadata"]["resourceVersion"] = "7"
+    stubs.endpoints.update(ours)
+    assert stubs.queued() == []
+    stubs.endpoints.handlers[0].on_update(ours, ours)  # resync
+    stubs.endpoints.add({"metadata": {"name": "manual", "namespace": NS,
+                                      "resourceVersion": "8"}})
+    stubs.endpoints.add({"metadata": {"name": "nosvc", "namespace": NS,
+                                      "resourceVersion": "9"}})
+    assert stubs.queued() == []
+
+
+def test_check_leftover_endpoints_skips_leader_records(stubs):
+    stubs.endpoints.indexer.add({"metadata": {"name": "a", "namespace": NS}})
+    stubs.endpoints.indexer.add({"metadata": {"name": "b", "namespace": "kube-system",
+                                              "annotations": {LEADER_ELECTION_ANNOTATION: "x"}}})
+    stubs.controller.check_leftover_endpoints()
+    assert stubs.queued() == ["default/a"]
+
+
+def test_constructor_and_run_validate_arguments(stubs):
+    with pytest.raises(ValueError, match="batch_period"):
+        EndpointController(StubInformer(), StubInformer(), StubInformer(), None, -1)
+    with pytest.raises(ValueError, match="workers"):
+        stubs.controller.run(0, threading.Event())
+
+
+def test_stop_lets_the_sync_in_flight_finish(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a"))
+    s.delay(0.3, verb="create", resource="endpoints")
+    started = threading.Event()
+    real_call_api = cluster.client.call_api
+
+    def call_api(method, url, *args, **kwargs):  # instrumentation only: still real HTTP
+        if method == "POST" and url.endswith("/endpoints"):
+            started.set()
+        return real_call_api(method, url, *args, **kwargs)
+
+    cluster.client.call_api = call_api
+    controller = cluster.start(workers=3)
+    assert started.wait(10)
+    cluster.stop.set()
+    cluster.thread.join(timeout=10)
+    assert not cluster.thread.is_alive()
+    # run() returned only after the worker finished its sync
+    assert controller.metrics.snapshot().syncs["created"] == 1
+    assert cluster.endpoint_writes() == [("create", "", 201)]
+    assert all(not t.is_alive() for t in threading.enumerate()
+               if t.name.startswith("endpoint-controller-worker"))
+
+
+@pytest.mark.slow
+def test_churn_with_faults_converges_to_the_specification(cluster):
+    import random
+
+    from controllers.endpoint import compute_subsets
+
+    rng = random.Random(42)
+    s = cluster.server
+    apps = [f"app{i}" for i in range(6)]
+    for i, app in enumerate(apps):
+        s.create(make_service(f"svc{i}", selector={"app": app},
+                              cluster_ip=None if i % 3 == 0 else f"10.96.0.{i + 1}",
+                              labels={"n": str(i)}))
+    s.create(make_service("everything", selector={}))
+    for i in range(40):
+        s.create(make_pod(f"p{i}", (f"10.0.{i // 200}.{i % 200 + 1}",), ready=rng.random() < 0.5,
+                          labels={"app": rng.choice(apps)}))
+    cluster.start(workers=5)
+
+    def converged():
+        pods = s.list("pods", NS)
+        for svc in s.list("services", NS):
+            selector = svc["spec"]["selector"]
+            selected = [p for p in pods
+                        if p["metadata"].get("labels", {}).items() >= selector.items()]
+            want = compute_subsets(svc, selected).subsets
+            ep = s.get("endpoints", NS, svc["metadata"]["name"])
+            if ep is None or ep.get("subsets", []) != want:
+                return False
+        return True
+
+    # Let the initial creates land first, so the churn below needs updates.
+    eventually(converged, timeout=30, what="the initial endpoints")
+
+    def failures():  # injected ones only: a create may also meet a natural 409 AlreadyExists
+        return [r.status for r in s.request_log(verb="update", resource="endpoints")
+                if r.status == 500]
+
+    for step in range(120):
+        name = f"p{rng.randrange(40)}"
+        if step % 40 == 0:
+            if step:  # the faults injected 40 steps ago were hit (and retried)
+                eventually(lambda step=step: len(failures()) == 2 * (step // 40),
+                           what="injected failures")
+            s.fail_next(2, 500, verb="update", resource="endpoints")
+        choice = rng.random()
+        if choice < 0.6:
+            s.patch("pods", NS, name, {"status": {"conditions": [
+                {"type": "Ready", "status": rng.choice(["True", "False"])}]}})
+        elif choice < 0.9:
+            s.patch("pods", NS, name, {"metadata": {"labels": {"app": rng.choice(apps)}}})
+        else:
+            pod = s.get("pods", NS, name)
+            s.delete("pods", NS, name)
+            pod["metadata"] = {"name": name, "namespace": NS, "labels": pod["metadata"]["labels"]}
+            s.create(pod)
+    eventually(lambda: len(failures()) == 6, what="the last injected failures")
+
+    eventually(converged, timeout=30, what="convergence after churn")
+    everything = s.get("endpoints", NS, "everything")
+    assert sum(len(x.get("addresses", [])) + len(x.get("notReadyAddresses", []))
+               for x in everything["subsets"]) == 40
+    assert len(failures()) == 6
+    for i in range(len(apps)):
+        labels = s.get("endpoints", NS, f"svc{i}")["metadata"].get("labels")
+        assert labels == ({"n": str(i), HEADLESS_SERVICE_LABEL: ""} if i % 3 == 0
+                          else {"n": str(i)})
+
+
+def test_failures_become_core_v1_events_through_the_library_recorder(cluster):
+    from informers.events import EventRecorder
+
+    s = cluster.server
+    recorder = EventRecorder(cluster.client, "endpoint-controller", host="test")
+    recorder.start(cluster.stop)
+    s.fail_next(1, 500, verb="create", resource="endpoints")
+    s.create(make_service(selector={"app": "web"}))
+    try:
+        cluster.start(event_recorder=recorder)
+        cluster.wait_endpoints(lambda e: True)
+        events = eventually(lambda: s.list("events", NS), what="the warning event")
+    finally:
+        recorder.stop()
+    (event,) = events
+    assert (event["type"], event["reason"]) == ("Warning", "FailedToCreateEndpoint")
+    assert event["involvedObject"]["kind"] == "Endpoints"
+    assert event["involvedObject"]["name"] == "web"
+    assert event["message"].startswith("Failed to create endpoint for service default/web: 500")
+    assert event["source"] == {"component": "endpoint-controller", "host": "test"}

@@ -1,0 +1,341 @@
+"""Tests for controllers.kubelet.url_source against a local http.server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from controllers.kubelet.errors import ManifestError, ManifestFetchError
+from controllers.kubelet.pod_update import HTTP_SOURCE, SET, PodUpdate
+from controllers.kubelet.url_source import URLSource, parse_headers
+from informers.clock import FakeClock
+
+NODE = "Node-1"
+POD_YAML = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: c
+    image: nginx:1.27
+"""
+
+
+def pod_list(*names: str, bad: bool = False) -> str:
+    items: list[dict[str, Any]] = [
+        {"metadata": {"name": n}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}
+        for n in names
+    ]
+    if bad:
+        items.append({"metadata": {"name": "bad"}, "spec": {"containers": []}})
+    return json.dumps({"apiVersion": "v1", "kind": "PodList", "items": items})
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/yaml"
+
+
+@dataclass
+class ManifestServer:
+    """What the handler serves: ``replies`` in turn (the last one repeats)."""
+
+    replies: list[Reply] = field(default_factory=lambda: [Reply(body=POD_YAML.encode())])
+    requests: list[dict[str, str]] = field(default_factory=list)
+    hang: threading.Event | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    url: str = ""
+
+    def serve(self, *replies: Reply | str) -> None:
+        with self.lock:
+            self.replies = [Reply(body=r.encode()) if isinstance(r, str) else r for r in replies]
+
+    def next_reply(self, headers: dict[str, str]) -> Reply:
+        with self.lock:
+            self.requests.append(headers)
+            return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+
+@pytest.fixture
+def server() -> Iterator[ManifestServer]:
+    state = ManifestServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            reply = state.next_reply(dict(self.headers.items()))
+            if state.hang is not None:
+                state.hang.wait(10)
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/pods"
+    try:
+        yield state
+    finally:
+        if state.hang is not None:
+            state.hang.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def q() -> queue.Queue[PodUpdate]:
+    return queue.Queue()
+
+
+def make_source(server: ManifestServer, q: queue.Queue[PodUpdate], **kwargs: Any) -> URLSource:
+    kwargs.setdefault("retry_attempts", 1)
+    return URLSource(server.url, kwargs.pop("headers", None), NODE, 20.0, q, **kwargs)
+
+
+def eventually(predicate: Any, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return bool(predicate())
+
+
+def drain(q: queue.Queue[PodUpdate]) -> list[PodUpdate]:
+    out = []
+    while True:
+        try:
+            out.append(q.get_nowait())
+        except queue.Empty:
+            return out
+
+
+def names(update: PodUpdate) -> list[str]:
+    assert (update.op, update.source) == (SET, HTTP_SOURCE)
+    return sorted(p["metadata"]["name"] for p in update.pods)
+
+
+# -- content -------------------------------------------------------------------------------
+
+
+def test_single_pod(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    (update,) = drain(q)
+    assert names(update) == ["web-node-1"]
+    pod = update.pods[0]
+    assert pod["spec"]["nodeName"] == NODE
+    assert "tolerations" not in pod["spec"]  # URL pods get no NoExecute toleration
+
+
+def test_pod_list(server, q):
+    server.serve(pod_list("a", "b"))
+    make_source(server, q).extract_from_url()
+    assert [names(u) for u in drain(q)] == [["a-node-1", "b-node-1"]]
+
+
+def test_empty_pod_list_sends_an_empty_set(server, q):
+    server.serve(pod_list())
+    make_source(server, q).extract_from_url()
+    assert [names(u) for u in drain(q)] == [[]]
+
+
+def test_headers_are_sent(server, q):
+    headers = parse_headers(["X-Token:abc", "X-Multi: one", "X-Multi:two"])
+    assert headers == {"X-Token": "abc", "X-Multi": "one, two"}
+    make_source(server, q, headers=headers).extract_from_url()
+    sent = server.requests[0]
+    assert (sent["X-Token"], sent["X-Multi"]) == ("abc", "one, two")
+
+
+@pytest.mark.parametrize("bad", ["novalue", ":value", ""])
+def test_bad_header_flags_are_refused(bad):
+    with pytest.raises(ValueError, match="not in the form key:value"):
+        parse_headers([bad])
+
+
+def test_unchanged_body_is_short_circuited(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    src.extract_from_url()
+    assert len(server.requests) == 2
+    assert [names(u) for u in drain(q)] == [["web-node-1"]]
+    server.serve(pod_list("a"))
+    src.extract_from_url()
+    assert [names(u) for u in drain(q)] == [["a-node-1"]]
+
+
+def test_empty_body_sends_an_empty_set_and_an_error(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    server.serve("")
+    with pytest.raises(ManifestError) as info:
+        src.extract_from_url()
+    assert str(info.value) == f"{server.url}: zero-length data received"
+    server.serve(POD_YAML)  # the same body as before the empty one is sent again
+    src.extract_from_url()
+    assert [names(u) for u in drain(q)] == [["web-node-1"], [], ["web-node-1"]]
+
+
+# -- failures keep the previous state ----------------------------------------------------------
+
+
+def test_server_error_sends_nothing(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    drain(q)
+    server.serve(Reply(status=500, body=b"boom"))
+    with pytest.raises(ManifestFetchError) as info:
+        src.extract_from_url()
+    assert info.value.status_code == 500
+    assert info.value.url == server.url
+    assert str(info.value) == f"{server.url}: 500 Internal Server Error"
+    assert drain(q) == []
+
+
+def test_not_found_is_not_retried(server, q):
+    server.serve(Reply(status=404, body=b"no"))
+    src = make_source(server, q, retry_attempts=3)
+    with pytest.raises(ManifestFetchError, match="404 Not Found"):
+        src.extract_from_url()
+    assert len(server.requests) == 1
+
+
+def test_server_errors_are_retried_with_backoff_on_the_clock(server, q):
+    clock = FakeClock()
+    server.serve(Reply(status=503), Reply(status=500), Reply(body=POD_YAML.encode()))
+    src = make_source(server, q, retry_attempts=3, clock=clock)
+    errors: list[BaseException] = []
+
+    def poll() -> None:
+        try:
+            src.extract_from_url()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=poll)
+    t.start()
+    assert eventually(lambda: clock.next_deadline() == 0.5)  # first retry after 0.5 s
+    assert len(server.requests) == 1
+    clock.step(0.5)
+    assert eventually(lambda: clock.next_deadline() == 1.5)  # then 1 s more
+    assert len(server.requests) == 2
+    clock.step(1.0)
+    t.join(5)
+    assert errors == []
+    assert [names(u) for u in drain(q)] == [["web-node-1"]]
+    assert len(server.requests) == 3
+
+
+def test_timeout(server, q):
+    server.hang = threading.Event()
+    src = make_source(server, q, timeout=0.2)
+    with pytest.raises(ManifestFetchError, match=r"timed out after 0\.2s") as info:
+        src.extract_from_url()
+    assert info.value.status_code is None
+    assert drain(q) == []
+
+
+def test_connection_refused(q):
+    src = URLSource("http://127.0.0.1:9/pods", None, NODE, 20.0, q, retry_attempts=1)
+    with pytest.raises(ManifestFetchError) as info:
+        src.extract_from_url()
+    assert str(info.value).startswith("http://127.0.0.1:9/pods: ")
+
+
+def test_invalid_pod_sends_nothing_and_names_the_url(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    drain(q)
+    server.serve(POD_YAML.replace("  name: web\n", ""))
+    with pytest.raises(ManifestError) as info:
+        src.extract_from_url()
+    assert str(info.value) == f"{server.url}: invalid pod: name is needed for the pod"
+    assert drain(q) == []
+
+
+def test_pod_list_with_one_invalid_item_is_rejected(server, q):
+    server.serve(pod_list("a", bad=True))
+    with pytest.raises(ManifestError) as info:
+        make_source(server, q).extract_from_url()
+    assert info.value.source == server.url
+    assert info.value.reason == "items[1]: invalid pod: [spec.containers: Required value]"
+    assert drain(q) == []
+
+
+def test_html_page_is_a_clear_error_and_is_not_repeated(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    drain(q)
+    page = "<!DOCTYPE html><html><body>Login required</body></html>"
+    server.serve(Reply(body=page.encode(), content_type="text/html"))
+    with pytest.raises(ManifestError) as info:
+        src.extract_from_url()
+    assert str(info.value) == (
+        f"{server.url}: received an HTML page ('<!DOCTYPE html><html><body>Login required"
+        "</body></html>'), not a Pod or PodList manifest; check the manifest URL")
+    src.extract_from_url()  # same body again: silently ignored, as the kubelet does
+    assert drain(q) == []
+
+
+def test_yaml_served_as_html_still_works(server, q):
+    server.serve(Reply(body=POD_YAML.encode(), content_type="text/html"))
+    make_source(server, q).extract_from_url()
+    assert [names(u) for u in drain(q)] == [["web-node-1"]]
+
+
+def test_poll_throttles_failure_warnings(server, q, caplog):
+    server.serve(Reply(status=500))
+    src = make_source(server, q)
+    with caplog.at_level(logging.DEBUG, logger="controllers.kubelet.url_source"):
+        results = [src.poll() for _ in range(5)]
+    assert results == [False] * 5
+    failures = [r for r in caplog.records if "failed to read pods" in r.getMessage()]
+    assert [r.levelname for r in failures] == ["WARNING"] * 4 + ["DEBUG"]
+    assert "further failures are logged at debug level" in failures[3].getMessage()
+    assert isinstance(src.last_error, ManifestFetchError)
+    server.serve(POD_YAML)
+    with caplog.at_level(logging.INFO, logger="controllers.kubelet.url_source"):
+        assert src.poll() is True
+    assert "successfully read pods from URL" in caplog.text
+    assert src.last_error is None
+
+
+# -- thread ----------------------------------------------------------------------------------
+
+
+def test_run_polls_at_once_then_every_period(server, q):
+    clock = FakeClock()
+    src = make_source(server, q, clock=clock)
+    stop = threading.Event()
+    src.start(stop)
+    try:
+        assert names(q.get(timeout=5)) == ["web-node-1"]
+        server.serve(pod_list("a"))
+        assert eventually(lambda: clock.next_deadline() == 20.0)
+        clock.step(20.0)
+        assert names(q.get(timeout=5)) == ["a-node-1"]
+    finally:
+        stop.set()
+        src.join(5)
+    assert src._thread is not None and not src._thread.is_alive()

@@ -1,0 +1,505 @@
+"""Tests for informers.list_watch and its HTTP side (informers.raw_client), over real HTTP.
+
+Byte-level behaviour (chunk boundaries, malformed lines, status bodies, refused connections,
+read timeouts) is tested against a tiny scripted HTTP server on a real socket, so every byte on
+the wire is chosen by the test; the request sequences of whole scenarios are tested against the
+embedded API server in tests/test_reflector.py.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from kubernetes import client as k8s
+
+from informers.errors import ApiConnectionError, StatusError, is_expired, is_too_many_requests
+from informers.list_watch import (
+    ListOptions,
+    ListPager,
+    ListResult,
+    ListWatch,
+    WatchEvent,
+)
+from informers.resources import Resource, lookup
+
+# -- a scripted HTTP server ---------------------------------------------------------------------
+
+Handler = Callable[[socket.socket], None]
+
+
+class RawServer:
+    """Accepts connections; answers each request with the next scripted handler."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.handlers: queue.Queue[Handler] = queue.Queue()
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.release = threading.Event()  # lets "hold" handlers finish
+        self._conns: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        data = b""
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            lines = data.split(b"\r\n\r\n")[0].decode().split("\r\n")
+            method, target, _ = lines[0].split(" ")
+            headers = {}
+            for line in lines[1:]:
+                k, v = line.split(": ", 1)
+                headers[k.lower()] = v
+            self.requests.append((method, target, headers))
+            handler = self.handlers.get(timeout=5)
+            handler(conn)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.release.set()
+        self.sock.close()
+        for c in self._conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    # handlers
+
+    def status(self, code: int, body: bytes, extra: str = "") -> None:
+        def h(conn: socket.socket) -> None:
+            head = (f"HTTP/1.1 {code} X\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n{extra}\r\n")
+            conn.sendall(head.encode() + body)
+        self.handlers.put(h)
+
+    def chunked(self, parts: list[bytes], hold: bool = False, end: bool = True) -> None:
+        def h(conn: socket.socket) -> None:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+            for p in parts:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(p), p))
+            if hold:
+                self.release.wait(10)
+            if end:
+                conn.sendall(b"0\r\n\r\n")
+        self.handlers.put(h)
+
+    def plain(self, body: bytes) -> None:
+        """A close-delimited body (no chunking, no length)."""
+        def h(conn: socket.socket) -> None:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Connection: close\r\n\r\n" + body)
+        self.handlers.put(h)
+
+
+@pytest.fixture
+def server():
+    s = RawServer()
+    yield s
+    s.close()
+
+
+def make_client(port: int, token: str | None = "sekret", retries: object = None) -> k8s.ApiClient:
+    cfg = k8s.Configuration()
+    cfg.host = f"http://127.0.0.1:{port}"
+    if token:
+        cfg.api_key = {"authorization": token}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    if retries is not None:
+        cfg.retries = retries
+    return k8s.ApiClient(cfg)
+
+
+@pytest.fixture
+def api(server):
+    c = make_client(server.port)
+    yield c
+    c.close()
+
+
+def ev(etype: str, name: str, rv: str) -> bytes:
+    return json.dumps({"type": etype, "object": {
+        "kind": "Pod", "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}},
+        separators=(",", ":")).encode() + b"\n"
+
+
+# -- ListOptions ----------------------------------------------------------------------------------
+
+
+def test_to_query_omits_unset_values():
+    assert ListOptions().to_query() == []
+    assert ListOptions(resource_version="", limit=0, timeout_seconds=None).to_query() == []
+    assert ListOptions(resource_version="0", limit=500).to_query() == [
+        ("resourceVersion", "0"), ("limit", "500")]
+
+
+def test_to_query_all_fields_in_order():
+    opts = ListOptions(
+        resource_version="12", resource_version_match="NotOlderThan", limit=5, continue_="tok",
+        label_selector="a=b", field_selector="spec.nodeName=n", timeout_seconds=301,
+        allow_watch_bookmarks=True, send_initial_events=True, read_timeout=3.0,
+    )
+    assert opts.to_query(watch=True) == [
+        ("watch", "true"), ("resourceVersion", "12"), ("resourceVersionMatch", "NotOlderThan"),
+        ("limit", "5"), ("continue", "tok"), ("labelSelector", "a=b"),
+        ("fieldSelector", "spec.nodeName=n"), ("timeoutSeconds", "301"),
+        ("allowWatchBookmarks", "true"), ("sendInitialEvents", "true"),
+    ]
+    assert ListOptions(send_initial_events=False).to_query() == [("sendInitialEvents", "false")]
+
+
+# -- ListPager ------------------------------------------------------------------------------------
+
+
+class PagedLister:
+    """A list function over N numbered items, recording every call's options."""
+
+    def __init__(self, n: int, rv: str = "100", expire_on_call: int | None = None) -> None:
+        self.items = [{"metadata": {"name": f"o{i}"}} for i in range(n)]
+        self.rv = rv
+        self.calls: list[tuple[str | None, int | None, str | None, str | None]] = []
+        self.expire_on_call = expire_on_call
+
+    def __call__(self, o: ListOptions) -> ListResult:
+        self.calls.append((o.resource_version, o.limit, o.continue_, o.resource_version_match))
+        if self.expire_on_call == len(self.calls):
+            raise StatusError({"code": 410, "reason": "Expired", "message": "continue expired"})
+        start = int(o.continue_ or 0)
+        end = len(self.items) if not o.limit else min(start + o.limit, len(self.items))
+        cont = str(end) if end < len(self.items) else None
+        return ListResult(self.items[start:end], self.rv if start == 0 else "junk", cont)
+
+
+def test_pager_single_page():
+    lister = PagedLister(3)
+    result, paginated = ListPager(lister).list(ListOptions(resource_version="0"))
+    assert (len(result.items), result.resource_version, result.continue_, paginated) == (
+        3, "100", None, False)
+    assert lister.calls == [("0", 500, None, None)]
+
+
+def test_pager_pages_clear_rv_and_match():
+    lister = PagedLister(1203)
+    opts = ListOptions(resource_version="7", resource_version_match="NotOlderThan")
+    result, paginated = ListPager(lister).list(opts)
+    assert [o["metadata"]["name"] for o in result.items] == [f"o{i}" for i in range(1203)]
+    assert result.resource_version == "100"  # the first page's version
+    assert paginated is True
+    assert lister.calls == [
+        ("7", 500, None, "NotOlderThan"),
+        (None, 500, "500", None),
+        (None, 500, "1000", None),
+    ]
+    assert opts.limit is None  # the caller's options are not changed
+
+
+def test_pager_unpaginated_and_explicit_limit():
+    lister = PagedLister(7)
+    assert ListPager(lister, page_size=0).list(ListOptions(resource_version="5"))[1] is False
+    assert lister.calls == [("5", None, None, None)]
+    lister = PagedLister(7)
+    ListPager(lister, page_size=0).list(ListOptions(limit=3))
+    assert lister.calls == [(None, 3, None, None), (None, 3, "3", None), (None, 3, "6", None)]
+
+
+def test_pager_expired_continue_falls_back_to_one_full_list():
+    lister = PagedLister(1200, expire_on_call=2)
+    result, paginated = ListPager(lister).list(
+        ListOptions(resource_version="0", resource_version_match="NotOlderThan"))
+    assert len(result.items) == 1200
+    assert paginated is True
+    assert lister.calls == [
+        ("0", 500, None, "NotOlderThan"),
+        (None, 500, "500", None),
+        ("0", None, None, "NotOlderThan"),  # full list: no limit, no continue, original rv
+    ]
+
+
+def test_pager_expired_first_page_is_raised():
+    lister = PagedLister(10, expire_on_call=1)
+    with pytest.raises(StatusError) as info:
+        ListPager(lister).list(ListOptions(resource_version="3"))
+    assert is_expired(info.value)
+    assert lister.calls == [("3", 500, None, None)]
+
+
+# -- ListWatch over HTTP ------------------------------------------------------------------------
+
+
+def test_list_request_and_decode(server, api):
+    body = json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {
+        "resourceVersion": "42", "continue": "c1", "remainingItemCount": 3},
+        "items": [{"metadata": {"name": "a", "namespace": "ns"}}]}).encode()
+    server.status(200, body)
+    lw = ListWatch.from_client(api, "pods", namespace="ns", label_selector="app=web")
+    assert lw.resource == lookup("pods")
+    got = lw.list(ListOptions(resource_version="0", limit=500))
+    assert got == ListResult([{"metadata": {"name": "a", "namespace": "ns"}}], "42", "c1", 3)
+    method, target, headers = server.requests[0]
+    assert (method, target) == (
+        "GET", "/api/v1/namespaces/ns/pods?resourceVersion=0&limit=500&labelSelector=app%3Dweb")
+    assert headers["authorization"] == "Bearer sekret"
+    assert headers["accept"] == "application/json"
+    assert headers["user-agent"].startswith("OpenAPI-Generator/")
+
+
+def test_tweak_runs_after_selectors_on_a_copy(server, api):
+    server.status(200, b'{"metadata":{"resourceVersion":"1"},"items":[]}')
+    seen = []
+
+    def tweak(o: ListOptions) -> None:
+        seen.append(o.field_selector)
+        o.label_selector = "tier=db"
+
+    lw = ListWatch.from_client(api, "deployments", field_selector="metadata.name=x", tweak=tweak)
+    opts = ListOptions()
+    assert lw.list(opts) == ListResult([], "1", None, None)
+    assert seen == ["metadata.name=x"]
+    assert opts.label_selector is None
+    assert server.requests[0][1] == (
+        "/apis/apps/v1/deployments?labelSelector=tier%3Ddb&fieldSelector=metadata.name%3Dx")
+
+
+def test_http_error_becomes_status_error(server, api):
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
+              "reason": "Expired", "message": "too old resource version: 5 (10)"}
+    server.status(410, json.dumps(status).encode())
+    lw = ListWatch.from_client(api, "pods")
+    with pytest.raises(StatusError) as info:
+        lw.list(ListOptions(resource_version="5"))
+    err = info.value
+    assert (err.code, err.reason, err.message, err.retry_after) == (
+        410, "Expired", "too old resource version: 5 (10)", None)
+    assert err.status == status
+    assert is_expired(err)
+
+
+def test_429_retry_after_header_is_honoured(server, api):
+    status = {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "slow down",
+              "details": {"retryAfterSeconds": 2}}
+    server.status(429, json.dumps(status).encode(), "Retry-After: 7\r\n")
+    lw = ListWatch.from_client(api, "pods")
+    with pytest.raises(StatusError) as info:
+        lw.watch(ListOptions(resource_version="3"))
+    assert is_too_many_requests(info.value)
+    assert info.value.retry_after == 7.0  # the header wins over details.retryAfterSeconds
+
+
+def test_non_status_error_body(server, api):
+    server.status(500, b"<html>proxy exploded</html>")
+    with pytest.raises(StatusError) as info:
+        ListWatch.from_client(api, "pods").list(ListOptions())
+    assert (info.value.code, info.value.reason, info.value.message) == (
+        500, "InternalError", "<html>proxy exploded</html>")
+
+
+def test_connection_refused_is_not_hidden_by_client_retries():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    api = make_client(port, retries=5)
+    try:
+        lw = ListWatch.from_client(api, "pods")
+        for call in (lambda: lw.list(ListOptions()), lambda: lw.watch(ListOptions())):
+            start = time.monotonic()
+            with pytest.raises(ApiConnectionError) as info:
+                call()
+            assert info.value.refused is True
+            assert isinstance(info.value, ConnectionError)
+            assert time.monotonic() - start < 2.0  # no urllib3 retry loop with backoff
+    finally:
+        api.close()
+
+
+def test_watch_request_and_events_across_chunk_boundaries(server, api):
+    a, b, c = ev("ADDED", "a", "11"), ev("MODIFIED", "b", "12"), ev("DELETED", "c", "13")
+    parts = [
+        a[:10], a[10:30], a[30:] + b[:5],  # a split in three chunks, b starts in the third
+        b[5:] + c,                          # b ends and c is complete in one chunk
+        b"\n",                              # a blank line is ignored
+        ev("BOOKMARK", "", "14")[:-1],      # the last line without its newline
+    ]
+    server.chunked(parts)
+    lw = ListWatch.from_client(api, "pods", namespace="ns")
+    stream = lw.watch(ListOptions(resource_version="10", timeout_seconds=301,
+                                  allow_watch_bookmarks=True))
+    events = [(e.type, e.object["metadata"]["name"], e.object["metadata"]["resourceVersion"])
+              for e in stream]
+    assert events == [("ADDED", "a", "11"), ("MODIFIED", "b", "12"), ("DELETED", "c", "13"),
+                      ("BOOKMARK", "", "14")]
+    assert server.requests[0][1] == ("/api/v1/namespaces/ns/pods?watch=true&resourceVersion=10"
+                                     "&timeoutSeconds=301&allowWatchBookmarks=true")
+    assert stream.error is None
+    assert stream.closed
+    stream.close()  # idempotent
+
+
+def test_malformed_lines_and_unknown_types_are_skipped(server, api, caplog):
+    parts = [ev("ADDED", "a", "2") + b'{"type":"ADDED","obj',  # truncated JSON ...
+             b'ect": oops}\n' + b'{"type":"WEIRD","object":{}}\n',  # ... and an unknown type
+             b'["not","an","event"]\n' + ev("MODIFIED", "a", "3")]
+    server.chunked(parts)
+    stream = ListWatch.from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    with caplog.at_level("WARNING", logger="informers.raw_client"):
+        got = [(e.type, e.object["metadata"]["resourceVersion"]) for e in stream]
+    assert got == [("ADDED", "2"), ("MODIFIED", "3")]
+    assert (stream.events, stream.decode_errors, stream.unknown_events) == (2, 2, 1)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 3
+    assert "watch v1/pods at rv=1: skipping undecodable watch line" in messages[0]
+    assert "b'{\"type\":\"ADDED\",\"object\": oops}'" in messages[0]
+    assert "skipping watch event of unknown type 'WEIRD'" in messages[1]
+
+
+def test_close_unblocks_a_blocked_reader(server, api):
+    server.chunked([ev("ADDED", "a", "2")], hold=True)
+    stream = ListWatch.from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    got: list[WatchEvent] = []
+    reader = threading.Thread(target=lambda: got.extend(stream))
+    reader.start()
+    deadline = time.monotonic() + 5
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert len(got) == 1  # the reader now blocks waiting for more
+    stream.close()
+    reader.join(2)
+    assert not reader.is_alive()
+    assert stream.error is None  # closing is not an error
+
+
+def test_close_before_iteration(server, api):
+    server.chunked([ev("ADDED", "a", "2")])
+    stream = ListWatch.from_client(api, "pods").watch(ListOptions())
+    stream.close()
+    assert list(stream) == []
+
+
+def test_read_timeout_ends_a_silent_stream(server, api):
+    server.chunked([ev("ADDED", "a", "2")], hold=True)
+    stream = ListWatch.from_client(api, "pods").watch(ListOptions(read_timeout=0.3))
+    start = time.monotonic()
+    got = [e.type for e in stream]
+    assert got == ["ADDED"]
+    assert 0.25 < time.monotonic() - start < 3
+    assert isinstance(stream.error, ApiConnectionError)
+    assert stream.error.timeout is True and stream.error.refused is False
+
+
+def test_close_delimited_watch_body(server, api):
+    server.plain(ev("ADDED", "a", "2") + ev("ADDED", "b", "3"))
+    stream = ListWatch.from_client(api, "pods").watch(ListOptions())
+    assert [e.object["metadata"]["name"] for e in stream] == ["a", "b"]
+
+
+def test_read_timeout_on_list_headers(server, api):
+    def hang(conn: socket.socket) -> None:
+        server.release.wait(10)
+    server.handlers.put(hang)
+    lw = ListWatch.from_client(api, "pods")
+    with pytest.raises(ApiConnectionError) as info:
+        lw.list(ListOptions(read_timeout=0.2))
+    assert info.value.timeout is True
+
+
+def test_for_resource_builtin_custom_and_discovery(server, api):
+    lw = ListWatch.for_resource(api, "apps", "v1", "deployments")
+    assert lw.resource is lookup("deployments")
+    assert server.requests == []  # built in: no discovery
+    lw = ListWatch.for_resource(api, "example.com", "v1", "widgets", kind="Widget",
+                                namespaced=False)
+    assert lw.resource == Resource("example.com", "v1", "widgets", "Widget", False)
+    assert server.requests == []
+    server.status(200, json.dumps({"kind": "APIResourceList", "groupVersion": "example.com/v1",
+                                   "resources": [{"name": "gadgets", "kind": "Gadget",
+                                                  "namespaced": True},
+                                                 {"name": "widgets", "kind": "Widget",
+                                                  "namespaced": False}]}).encode())
+    lw = ListWatch.for_resource(api, "example.com", "v1", "widgets", namespace="ns")
+    assert lw.resource == Resource("example.com", "v1", "widgets", "Widget", False)
+    assert server.requests[0][1] == "/apis/example.com/v1"
+    server.status(200, b'{"metadata":{"resourceVersion":"9"},"items":[]}')
+    assert lw.list(ListOptions()).resource_version == "9"
+    assert server.requests[1][1] == "/apis/example.com/v1/widgets"  # cluster-scoped path
+
+
+def test_for_resource_discovery_failure_falls_back(server, api, caplog):
+    server.status(404, b'{"kind":"Status","code":404,"reason":"NotFound","message":"nope"}')
+    with caplog.at_level("WARNING", logger="informers.raw_client"):
+        lw = ListWatch.for_resource(api, "example.com", "v1", "things", namespace="ns")
+    assert lw.resource == Resource("example.com", "v1", "things", "", True)
+    assert "discovery of things.example.com/v1 failed" in caplog.records[0].getMessage()
+
+
+def test_hand_made_list_watch():
+    calls = []
+
+    class Events:
+        def __iter__(self):
+            return iter([WatchEvent("ADDED", {"metadata": {"name": "x"}})])
+
+        def close(self):
+            calls.append("close")
+
+    lw = ListWatch(lambda o: ListResult([], o.resource_version or "", None),
+                   lambda o: Events())
+    assert lw.resource is None
+    assert lw.list(ListOptions(resource_version="4")).resource_version == "4"
+    w = lw.watch(ListOptions())
+    assert [e.type for e in w] == ["ADDED"]
+    w.close()
+    assert calls == ["close"]
+    assert repr(lw) == "ListWatch(custom)"
+
+
+def test_custom_resource_on_the_embedded_server():
+    from informers.testing import ApiServer
+
+    with ApiServer() as srv:
+        srv.register_resource("example.com", "v1", "widgets", "Widget", namespaced=True)
+        srv.create({"apiVersion": "example.com/v1", "kind": "Widget",
+                    "metadata": {"name": "w", "namespace": "default"}})
+        api = srv.api_client()
+        try:
+            lw = ListWatch.for_resource(api, "example.com", "v1", "widgets", namespace="default")
+            assert lw.resource == Resource("example.com", "v1", "widgets", "Widget", True)
+            listed = lw.list(ListOptions())
+            assert [(o["kind"], o["metadata"]["name"]) for o in listed.items] == [("Widget", "w")]
+            stream = lw.watch(ListOptions(resource_version=listed.resource_version))
+            srv.wait_for_watches(1)
+            srv.delete("widgets", "default", "w")
+            event = next(iter(stream))
+            stream.close()
+            assert (event.type, event.object["metadata"]["name"]) == ("DELETED", "w")
+            assert [(r.verb, r.path) for r in srv.requests] == [
+                ("", "/apis/example.com/v1"),
+                ("list", "/apis/example.com/v1/namespaces/default/widgets"),
+                ("watch", "/apis/example.com/v1/namespaces/default/widgets"),
+            ]
+        finally:
+            api.close()

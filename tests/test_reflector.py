@@ -1,0 +1,1232 @@
+"""Tests for informers.reflector: client-go's list/watch rules, state by state.
+
+Part 1 drives the reflector with a scripted ListWatch and a FakeClock (every backoff is
+stepped, nothing sleeps). Part 2 runs it against the embedded API server over real HTTP and
+asserts the exact list and watch requests in the server's request log.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import random
+import threading
+import time
+
+import pytest
+
+from informers.backoff import Backoff
+from informers.clock import REAL_CLOCK, FakeClock
+from informers.errors import (
+    ApiConnectionError,
+    StatusError,
+    VeryShortWatchError,
+    WatchDecodeError,
+)
+from informers.indexer import Indexer
+from informers.list_watch import ListOptions, ListResult, ListWatch, WatchEvent
+from informers.reflector import Reflector, default_watch_error_handler
+from informers.resources import lookup
+from informers.testing import ApiServer
+
+# -- part 1: the reflector's rules against a scripted ListWatch (FakeClock, milliseconds) ---------
+
+
+class Stream:
+    """A WatchStream fed by the test: push events, end it, or let close() end it."""
+
+    def __init__(self, events: list[WatchEvent] | None = None, end: bool = False) -> None:
+        self.q: queue.Queue[object] = queue.Queue()
+        self.closed = threading.Event()
+        for e in events or []:
+            self.q.put(e)
+        if end:
+            self.q.put(END)
+
+    def push(self, *events: WatchEvent) -> None:
+        for e in events:
+            self.q.put(e)
+
+    def end(self) -> None:
+        self.q.put(END)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> WatchEvent:
+        # A class iterator (not a generator) may raise and still go on, as a stream that
+        # surfaces WatchDecodeError does.
+        item = self.q.get()
+        if item is END:
+            self.q.put(END)
+            raise StopIteration
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self.closed.set()
+        self.q.put(END)
+
+
+END = object()
+
+
+class ScriptedLW:
+    """A ListWatch whose answers the test scripts; records every call.
+
+    ``lists``/``watches`` hold, in order, what each call returns: a ListResult (or a Stream),
+    an exception to raise, or a callable taking the options. When empty, lists return the
+    current ``items`` at ``rv`` and watches block on a fresh Stream.
+    """
+
+    def __init__(self) -> None:
+        self.lists: collections.deque[object] = collections.deque()
+        self.watches: collections.deque[object] = collections.deque()
+        self.calls: list[tuple] = []
+        self.streams: list[Stream] = []
+        self.items: list[dict] = []
+        self.rv = "10"
+        self.cond = threading.Condition()
+        self.lw = ListWatch(self._list, self._watch)
+
+    def _record(self, verb: str, o: ListOptions) -> None:
+        with self.cond:
+            if verb == "list":
+                self.calls.append(("list", o.resource_version, o.limit, o.continue_))
+            else:
+                self.calls.append(("watch", o.resource_version, o.allow_watch_bookmarks,
+                                   o.timeout_seconds, o.send_initial_events,
+                                   o.resource_version_match))
+            self.cond.notify_all()
+
+    def _list(self, o: ListOptions) -> ListResult:
+        self._record("list", o)
+        answer = self.lists.popleft() if self.lists else None
+        if answer is None:
+            return ListResult(list(self.items), self.rv, None)
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            return answer(o)
+        return answer
+
+    def _watch(self, o: ListOptions) -> Stream:
+        self._record("watch", o)
+        answer = self.watches.popleft() if self.watches else None
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            answer = answer(o)
+        stream = answer if answer is not None else Stream()
+        with self.cond:
+            self.streams.append(stream)
+            self.cond.notify_all()
+        return stream
+
+    def wait_calls(self, n: int, timeout: float = 5.0) -> list[tuple]:
+        with self.cond:
+            ok = self.cond.wait_for(lambda: len(self.calls) >= n, timeout)
+            assert ok, f"expected {n} calls, got {self.calls}"
+            return list(self.calls)
+
+    def stream(self, i: int, timeout: float = 5.0) -> Stream:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.streams) > i, timeout), self.calls
+            return self.streams[i]
+
+
+class RecordingStore:
+    """A StoreLike recording every call (and the reflector's version at replace time)."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple] = []
+        self.reflector: Reflector | None = None
+        self.cond = threading.Condition()
+        self.fail_replace: BaseException | None = None
+        self.fail_resync: BaseException | None = None
+
+    def _op(self, *op: object) -> None:
+        with self.cond:
+            self.ops.append(op)
+            self.cond.notify_all()
+
+    def add(self, obj):
+        self._op("add", name(obj))
+
+    def update(self, obj):
+        self._op("update", name(obj))
+
+    def delete(self, obj):
+        self._op("delete", name(obj))
+
+    def replace(self, objs, rv):
+        if self.fail_replace is not None:
+            raise self.fail_replace
+        seen = self.reflector.last_sync_resource_version() if self.reflector else None
+        self._op("replace", sorted(name(o) for o in objs), rv, seen)
+
+    def resync(self):
+        self._op("resync")
+        if self.fail_resync is not None:
+            raise self.fail_resync
+
+    def wait_ops(self, n: int, timeout: float = 5.0) -> list[tuple]:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.ops) >= n, timeout), self.ops
+            return list(self.ops)
+
+
+def name(obj: dict) -> str:
+    return obj["metadata"]["name"]
+
+
+def pod(n: str, rv: str, **meta) -> dict:
+    return {"kind": "Pod", "metadata": {"name": n, "namespace": "ns", "resourceVersion": rv,
+                                        **meta}}
+
+
+def added(n: str, rv: str) -> WatchEvent:
+    return WatchEvent("ADDED", pod(n, rv))
+
+
+def modified(n: str, rv: str) -> WatchEvent:
+    return WatchEvent("MODIFIED", pod(n, rv))
+
+
+def deleted(n: str, rv: str) -> WatchEvent:
+    return WatchEvent("DELETED", pod(n, rv))
+
+
+def bookmark(rv: str, end: str | None = None) -> WatchEvent:
+    meta: dict = {"resourceVersion": rv}
+    if end is not None:
+        meta["annotations"] = {"k8s.io/initial-events-end": end}
+    return WatchEvent("BOOKMARK", {"kind": "Pod", "metadata": meta})
+
+
+def status(code: int, reason: str, message: str = "", **extra) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
+            "reason": reason, "message": message, **extra}
+
+
+def refused() -> ApiConnectionError:
+    return ApiConnectionError("connect: connection refused", refused=True)
+
+
+SEED = 1234
+
+
+def timeouts(n: int, seed: int = SEED) -> list[int]:
+    """The first n watch timeouts a reflector with rng=Random(seed) picks."""
+    r = random.Random(seed)
+    return [int(300 + r.random() * 300) for _ in range(n)]
+
+
+class Harness:
+    """A reflector over a ScriptedLW and a RecordingStore, running on a thread."""
+
+    def __init__(self, *, jitter: float = 0.0, **kwargs) -> None:
+        self.clock = FakeClock()
+        self.slw = ScriptedLW()
+        self.store = RecordingStore()
+        self.errors: list[BaseException] = []
+        kwargs.setdefault("watch_error_handler", lambda r, e: self.errors.append(e))
+        self.backoff = Backoff(clock=self.clock, jitter=jitter, rng=random.Random(99))
+        self.r = Reflector(self.slw.lw, self.store, name="test", clock=self.clock,
+                           rng=random.Random(SEED), backoff=self.backoff, **kwargs)
+        self.store.reflector = self.r
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.r.run, args=(self.stop,), daemon=True)
+
+    def start(self) -> Harness:
+        self.thread.start()
+        return self
+
+    def _pending(self) -> float:
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            deadline = self.clock.next_deadline()
+            if deadline is not None and deadline - self.clock.now() > 1e-9:
+                return deadline - self.clock.now()
+            time.sleep(0.001)
+        raise AssertionError(f"no backoff wait; calls={self.slw.calls}")
+
+    def backoff_wait(self) -> float:
+        """Wait until the reflector sleeps on the clock; return the pending delay.
+
+        A wait whose deadline has passed may linger for a moment after a step, so only a
+        deadline in the future counts.
+        """
+        return round(self._pending(), 6)
+
+    def step_backoff(self) -> float:
+        delay = self._pending()
+        self.clock.step(delay)
+        return round(delay, 6)
+
+    def finish(self, timeout: float = 5.0) -> None:
+        self.stop.set()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "run() did not return after stop"
+
+
+@pytest.fixture
+def harness():
+    made: list[Harness] = []
+
+    def make(**kwargs) -> Harness:
+        h = Harness(**kwargs)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.stop.set()
+        h.thread.join(5) if h.thread.is_alive() else None
+
+
+def test_initial_list_then_watch(harness):
+    h = harness()
+    h.slw.items = [pod("a", "5"), pod("b", "7")]
+    h.start()
+    stream = h.slw.stream(0)
+    t = timeouts(1)[0]
+    assert h.slw.calls == [("list", "0", 500, None), ("watch", "10", True, t, None, None)]
+    # replace (never per-item adds), and the version is set only after it
+    assert h.store.ops == [("replace", ["a", "b"], "10", "")]
+    assert h.r.last_sync_resource_version() == "10"
+    stream.push(added("c", "11"), modified("a", "12"), deleted("b", "13"))
+    h.store.wait_ops(4)
+    h.finish()
+    assert h.store.ops[1:] == [("add", "c"), ("update", "a"), ("delete", "b")]
+    assert h.r.last_sync_resource_version() == "13"
+    assert stream.closed.is_set()
+    assert (h.r.metrics.lists_total, h.r.metrics.watches_total, h.r.metrics.events_total) == (
+        1, 1, 3)
+    assert h.errors == []
+
+
+def test_watch_timeout_is_random_in_min_to_twice_min(harness):
+    h = harness()
+    assert [h.r._watch_timeout() for _ in range(5)] == timeouts(5)
+    assert all(300 <= t < 600 for t in timeouts(200))
+    h2 = harness(min_watch_timeout=60)  # below 5 min: ignored
+    assert (h2.r.min_watch_timeout, h2.r.max_watch_timeout) == (300.0, 600.0)
+    h3 = harness(min_watch_timeout=400)
+    assert (h3.r.min_watch_timeout, h3.r.max_watch_timeout) == (400, 800)
+    r = random.Random(SEED)
+    assert h3.r._watch_timeout() == int(400 + r.random() * 400)
+
+
+def test_normal_watch_end_resumes_from_last_version_without_relist(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    s0.push(added("a", "11"), modified("a", "12"))
+    s0.end()
+    h.slw.stream(1)
+    t = timeouts(2)
+    assert h.slw.calls == [
+        ("list", "0", 500, None),
+        ("watch", "10", True, t[0], None, None),
+        ("watch", "12", True, t[1], None, None),  # at once, from the last version
+    ]
+    assert not h.clock.has_waiters()  # no backoff
+    h.finish()
+
+
+def test_very_short_watch_relists_after_backoff(harness):
+    h = harness().start()
+    h.slw.stream(0).end()  # closed at once (fake time does not move) with no event
+    assert h.backoff_wait() == 0.8
+    assert isinstance(h.r.metrics.last_error, VeryShortWatchError)
+    assert str(h.r.metrics.last_error) == (
+        "very short watch: test: Unexpected watch close - watch lasted less than a second "
+        "and no items received")
+    h.clock.step(0.8)
+    h.slw.stream(1)
+    assert [c[:3] for c in h.slw.calls] == [
+        ("list", "0", 500), ("watch", "10", True), ("list", "10", None), ("watch", "10", True)]
+    assert h.errors == []  # client-go logs watch ends; the handler sees list-and-watch errors
+    h.finish()
+
+
+def test_watch_lasting_a_second_without_events_is_normal(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    h.clock.step(1.0)
+    s0.end()
+    h.slw.stream(1)
+    assert [c[:2] for c in h.slw.calls] == [("list", "0"), ("watch", "10"), ("watch", "10")]
+    h.finish()
+
+
+def test_410_error_event_relists_at_last_sync_version(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    s0.push(modified("a", "15"), WatchEvent("ERROR", status(410, "Expired", "too old")))
+    assert h.backoff_wait() == 0.8
+    h.clock.step(0.8)
+    h.slw.stream(1)
+    assert [c[:3] for c in h.slw.calls] == [
+        ("list", "0", 500), ("watch", "10", True),
+        ("list", "15", None),   # lastSyncRV, unpaginated so the watch cache can serve it
+        ("watch", "10", True),  # the list answered rv 10 (ScriptedLW's fixed version)
+    ]
+    assert h.errors == []
+    h.finish()
+
+
+def test_410_on_list_retries_at_once_with_consistent_read(harness):
+    # client-go TestReflectorExpiredExactResourceVersion: lists at "0", "10", "".
+    h = harness()
+    h.slw.lists.extend([
+        None,
+        StatusError(status(410, "Expired", "rv 10 is too old")),
+        ListResult([pod("x", "30")], "30", None),
+        None,
+    ])
+    h.start()
+    h.slw.stream(0).push(WatchEvent("ERROR", status(410, "Gone")))
+    h.step_backoff()
+    h.slw.stream(1)
+    assert [c[:3] for c in h.slw.calls] == [
+        ("list", "0", 500), ("watch", "10", True),
+        ("list", "10", None), ("list", None, None),  # the retry at "" right away, no backoff
+        ("watch", "30", True),
+    ]
+    assert h.store.ops[-1] == ("replace", ["x"], "30", "10")
+    # the flag clears after the successful list: the next relist is at lastSyncRV again
+    h.slw.streams[1].push(WatchEvent("ERROR", status(500, "InternalError", "boom")))
+    h.step_backoff()
+    h.slw.stream(2)
+    assert [c[:3] for c in h.slw.calls[5:]] == [("list", "30", None), ("watch", "10", True)]
+    assert h.errors == []
+    h.finish()
+
+
+def test_too_large_resource_version_retries_with_consistent_read(harness):
+    h = harness()
+    h.slw.lists.extend([StatusError(status(
+        504, "Timeout", "Too large resource version",
+        details={"causes": [{"reason": "ResourceVersionTooLarge",
+                             "message": "Too large resource version"}]}))])
+    h.start()
+    h.slw.stream(0)
+    assert [c[:3] for c in h.slw.calls] == [
+        ("list", "0", 500), ("list", None, 500), ("watch", "10", True)]
+    assert h.r.metrics.lists_total == 2
+    h.finish()
+
+
+def test_list_error_goes_to_handler_then_backoff(harness):
+    h = harness()
+    boom = StatusError(status(500, "InternalError", "etcd down"))
+    h.slw.lists.extend([boom, boom])
+    h.start()
+    assert h.backoff_wait() == 0.8
+    assert h.errors == [boom]
+    h.clock.step(0.8)
+    assert h.backoff_wait() == 1.6
+    assert h.errors == [boom, boom]
+    h.clock.step(1.6)
+    h.slw.stream(0)
+    assert [c[:2] for c in h.slw.calls] == [("list", "0"), ("list", "0"), ("list", "0"),
+                                            ("watch", "10")]
+    assert h.r.metrics.list_errors_total == 2
+    h.finish()
+
+
+def test_connection_refused_and_429_rewatch_without_relist(harness):
+    h = harness()
+    h.slw.watches.extend([
+        refused(),
+        StatusError(status(429, "TooManyRequests", "slow down"), retry_after=5.0),
+        None,
+    ])
+    h.start()
+    assert h.step_backoff() == 0.8
+    assert h.step_backoff() == 5.0  # Retry-After beats the 1.6 s backoff step
+    h.slw.stream(0)
+    assert [c[:2] for c in h.slw.calls] == [
+        ("list", "0"), ("watch", "10"), ("watch", "10"), ("watch", "10")]
+    assert h.errors == []
+    h.finish()
+
+
+def test_429_error_event_rewatches_without_relist(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    s0.push(modified("a", "11"),
+            WatchEvent("ERROR", status(429, "TooManyRequests", "later",
+                                       details={"retryAfterSeconds": 3})))
+    assert h.step_backoff() == 3.0
+    h.slw.stream(1)
+    assert [c[:2] for c in h.slw.calls] == [("list", "0"), ("watch", "10"), ("watch", "11")]
+    h.finish()
+
+
+def test_other_watch_open_error_relists_via_handler(harness):
+    h = harness()
+    forbidden = StatusError(status(403, "Forbidden", "no"))
+    h.slw.watches.append(forbidden)
+    h.start()
+    assert h.step_backoff() == 0.8
+    h.slw.stream(0)
+    assert [c[:3] for c in h.slw.calls] == [
+        ("list", "0", 500), ("watch", "10", True), ("list", "10", None), ("watch", "10", True)]
+    assert h.errors == [forbidden]
+    h.finish()
+
+
+def test_backoff_grows_across_failed_cycles_with_jitter(harness):
+    h = harness(jitter=1.0)
+    h.slw.lists.extend([StatusError(status(500, "InternalError"))] * 4)
+    h.start()
+    r = random.Random(99)
+    delays = [h.step_backoff() for _ in range(4)]
+    assert delays == [round(d * (1 + r.random()), 6) for d in (0.8, 1.6, 3.2, 6.4)]
+    h.slw.stream(0)
+    h.finish()
+
+
+def test_bookmarks_move_the_version_only(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    s0.push(bookmark("20"), added("a", "21"), bookmark("25"))
+    h.store.wait_ops(2)
+    deadline = time.monotonic() + 5
+    while h.r.last_sync_resource_version() != "25" and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert h.r.last_sync_resource_version() == "25"
+    assert h.store.ops == [("replace", [], "10", ""), ("add", "a")]
+    s0.end()
+    h.slw.stream(1)
+    assert h.slw.calls[-1][:2] == ("watch", "25")
+    h.finish()
+
+
+def test_synthetic_added_events_do_not_move_the_version(harness):
+    # A list answered without a version: the watch starts at "" and begins with synthetic
+    # ADDED events in no version order (client-go v0.36 guard).
+    h = harness()
+    h.slw.lists.append(ListResult([], "", None))
+    h.start()
+    s0 = h.slw.stream(0)
+    assert h.slw.calls[1][:2] == ("watch", None)
+    s0.push(added("b", "9"), added("a", "4"))
+    h.store.wait_ops(3)
+    assert h.r.last_sync_resource_version() == ""
+    s0.push(modified("a", "12"), added("c", "13"))
+    h.store.wait_ops(5)
+    assert h.r.last_sync_resource_version() == "13"
+    h.finish()
+
+
+def test_wrong_kind_unknown_type_and_decode_errors_are_skipped(harness, caplog):
+    h = harness(expected_kind="Pod").start()
+    s0 = h.slw.stream(0)
+    svc = {"kind": "Service", "metadata": {"name": "s", "resourceVersion": "11"}}
+    nokind = {"metadata": {"name": "k", "namespace": "ns", "resourceVersion": "12"}}
+    with caplog.at_level("WARNING", logger="informers.reflector"):
+        s0.push(WatchEvent("ADDED", svc), WatchEvent("SURPRISE", pod("u", "13")))
+        s0.q.put(WatchDecodeError("watch line is not JSON", b"{oops"))
+        s0.push(WatchEvent("ADDED", nokind))
+        h.store.wait_ops(2)
+    assert h.store.ops[1:] == [("add", "k")]
+    assert h.r.last_sync_resource_version() == "12"
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == [
+        "test: unexpected watch event object kind 'Service' (expected 'Pod')",
+        "test: unknown watch event type 'SURPRISE'",
+        "test: skipping undecodable watch event: watch line is not JSON",
+    ]
+    h.finish()
+
+
+def test_stream_that_raises_is_a_normal_end(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    s0.push(added("a", "11"))
+    s0.q.put(ApiConnectionError("read timed out", timeout=True))
+    h.slw.stream(1)
+    assert [c[:2] for c in h.slw.calls] == [("list", "0"), ("watch", "10"), ("watch", "11")]
+    h.finish()
+
+
+def test_pagination_policy(harness):
+    # An initial "0" list that comes back paginated keeps relists paginated.
+    h = harness()
+    h.slw.lists.extend([ListResult([pod("a", "1")], "10", "c1"), ListResult([], "10", None)])
+    h.start()
+    h.slw.stream(0).push(WatchEvent("ERROR", status(500, "InternalError")))
+    h.step_backoff()
+    h.slw.stream(1)
+    assert [c for c in h.slw.calls if c[0] == "list"] == [
+        ("list", "0", 500, None), ("list", None, 500, "c1"), ("list", "10", 500, None)]
+    h.finish()
+    # An explicit page size is always used.
+    h2 = harness(page_size=7).start()
+    h2.slw.stream(0).push(WatchEvent("ERROR", status(500, "InternalError")))
+    h2.step_backoff()
+    h2.slw.stream(1)
+    assert [c for c in h2.slw.calls if c[0] == "list"] == [
+        ("list", "0", 7, None), ("list", "10", 7, None)]
+    h2.finish()
+
+
+def test_replace_failure_goes_to_handler(harness):
+    h = harness()
+    h.store.fail_replace = RuntimeError("store full")
+    h.start()
+    assert h.backoff_wait() == 0.8
+    assert [str(e) for e in h.errors] == ["store full"]
+    assert h.r.last_sync_resource_version() == ""
+    h.finish()
+
+
+def test_resync_every_period_while_watching(harness):
+    answers = [True, False, True]
+    h = harness(resync_period=10.0, should_resync=lambda: answers.pop(0))
+    h.start()
+    h.slw.stream(0)
+    for i in range(3):
+        assert h.clock.wait_for_waiters(1)
+        assert round(h.clock.next_deadline() - h.clock.now(), 6) == 10.0
+        h.clock.step(10.0)
+        deadline = time.monotonic() + 5
+        while len(answers) != 2 - i and time.monotonic() < deadline:
+            time.sleep(0.001)
+    h.store.wait_ops(3)
+    assert h.clock.wait_for_waiters(1)  # the timer is re-created for the next period
+    assert h.store.ops == [("replace", [], "10", ""), ("resync",), ("resync",)]
+    assert [c[0] for c in h.slw.calls] == ["list", "watch"]  # resync makes no API call
+    h.finish()
+
+
+def test_resync_error_ends_the_cycle(harness):
+    h = harness(resync_period=5.0)
+    h.store.fail_resync = RuntimeError("resync broke")
+    h.start()
+    s0 = h.slw.stream(0)
+    assert h.clock.wait_for_waiters(1)
+    h.clock.step(5.0)
+    assert s0.closed.wait(5)
+    assert h.backoff_wait() == 0.8
+    assert [str(e) for e in h.errors] == ["resync broke"]
+    h.store.fail_resync = None
+    h.clock.step(0.8)
+    h.slw.stream(1)
+    assert [c[:2] for c in h.slw.calls] == [
+        ("list", "0"), ("watch", "10"), ("list", "10"), ("watch", "10")]
+    h.finish()
+
+
+def test_stop_while_watching_closes_the_stream(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    start = time.monotonic()
+    h.finish()
+    assert time.monotonic() - start < 1.0
+    assert s0.closed.is_set()
+
+
+def test_stop_while_backing_off(harness):
+    h = harness()
+    h.slw.lists.append(StatusError(status(500, "InternalError")))
+    h.start()
+    h.backoff_wait()
+    start = time.monotonic()
+    h.finish()
+    assert time.monotonic() - start < 1.0
+    assert h.slw.calls == [("list", "0", 500, None)]
+
+
+def test_stop_during_a_slow_list(harness):
+    release = threading.Event()
+
+    def slow(o):
+        release.wait(10)
+        return ListResult([pod("late", "1")], "1", None)
+
+    h = harness()
+    h.slw.lists.append(slow)
+    h.start()
+    h.slw.wait_calls(1)
+    start = time.monotonic()
+    h.finish()
+    assert time.monotonic() - start < 1.0
+    release.set()
+    assert h.store.ops == []  # the abandoned list never reaches the store
+
+
+def test_stop_before_run_does_nothing(harness):
+    h = harness()
+    h.stop.set()
+    h.start()
+    h.finish()
+    assert h.slw.calls == []
+
+
+def test_default_error_handler_logs(caplog):
+    r = Reflector(ListWatch(lambda o: ListResult([], "1"), lambda o: Stream()), RecordingStore(),
+                  name="pods", expected_kind="Pod")
+    with caplog.at_level("DEBUG", logger="informers.reflector"):
+        default_watch_error_handler(r, StatusError(status(410, "Expired", "old")))
+        default_watch_error_handler(r, refused())
+    assert [(rec.levelname, rec.getMessage()) for rec in caplog.records] == [
+        ("DEBUG", "pods: watch of Pod closed with: 410 Expired: old"),
+        ("ERROR", "pods: Failed to watch Pod: connect: connection refused"),
+    ]
+
+
+def test_names_and_kind_default_from_the_resource():
+    lw = ListWatch(lambda o: ListResult([], "1"), lambda o: Stream(), resource=lookup("pods"))
+    r = Reflector(lw, RecordingStore())
+    assert (r.name, r.expected_kind, r.type_description) == ("v1/pods", "Pod", "Pod")
+    assert r.last_sync_resource_version() == ""
+    assert r.relist_resource_version() == "0"
+
+
+# -- streaming list (use_watch_list) ---------------------------------------------------------------
+
+
+def test_streaming_list_then_keeps_watching(harness):
+    h = harness(use_watch_list=True).start()
+    s0 = h.slw.stream(0)
+    t = timeouts(1)[0]
+    assert h.slw.calls == [("watch", None, True, t, True, "NotOlderThan")]
+    s0.push(added("b", "7"), added("a", "5"), modified("b", "8"), bookmark("9", end="false"))
+    s0.push(added("c", "9"), deleted("c", "10"), bookmark("12", end="true"))
+    replace = h.store.wait_ops(1)[0]
+    assert replace == ("replace", ["a", "b"], "12", "")
+    assert h.r.last_sync_resource_version() == "12"
+    s0.push(added("d", "13"))  # the same stream goes on into the real store
+    h.store.wait_ops(2)
+    assert h.store.ops[1] == ("add", "d")
+    assert h.r.last_sync_resource_version() == "13"
+    assert len(h.slw.calls) == 1  # no list, no second watch
+    h.finish()
+
+
+def test_streaming_list_falls_back_to_list_and_watch(harness):
+    h = harness(use_watch_list=True)
+    h.slw.watches.append(StatusError(status(400, "BadRequest", "sendInitialEvents forbidden")))
+    h.start()
+    h.slw.stream(0)
+    assert [c[:2] for c in h.slw.calls] == [("watch", None), ("list", "0"), ("watch", "10")]
+    assert h.slw.calls[2][4] is None  # the regular watch does not ask for initial events
+    h.finish()
+
+
+def test_streaming_list_410_retries_at_latest_and_429_backs_off(harness):
+    h = harness(use_watch_list=True)
+    h.slw.watches.extend([
+        None,
+        lambda o: Stream([WatchEvent("ERROR", status(410, "Expired"))]),
+        StatusError(status(429, "TooManyRequests")),
+    ])
+    h.start()
+    s0 = h.slw.stream(0)
+    s0.push(bookmark("12", end="true"))
+    h.store.wait_ops(1)
+    s0.push(WatchEvent("ERROR", status(410, "Expired")))  # 410 while watching: relist
+    assert h.step_backoff() == 0.8
+    assert h.step_backoff() == 1.6  # the streaming request at "12" got 410, then "" got 429
+    h.slw.stream(2).push(bookmark("40", end="true"))
+    h.store.wait_ops(2)
+    assert [c[:2] + c[4:] for c in h.slw.calls] == [
+        ("watch", None, True, "NotOlderThan"),
+        ("watch", "12", True, "NotOlderThan"),  # relist by streaming at lastSyncRV
+        ("watch", None, True, "NotOlderThan"),  # 410 on it: at the latest version
+        ("watch", None, True, "NotOlderThan"),  # after the 429 backoff
+    ]
+    assert h.store.ops == [("replace", [], "12", ""), ("replace", [], "40", "12")]
+    h.finish()
+
+
+def test_streaming_list_ended_before_bookmark_streams_again(harness):
+    h = harness(use_watch_list=True).start()
+    s0 = h.slw.stream(0)
+    s0.push(added("a", "3"))
+    s0.end()
+    s1 = h.slw.stream(1)
+    s1.push(added("a", "3"), bookmark("5", end="true"))
+    assert h.store.wait_ops(1) == [("replace", ["a"], "5", "")]
+    assert [c[:2] for c in h.slw.calls] == [("watch", None), ("watch", None)]
+    h.finish()
+
+
+# -- part 2: against the embedded API server, asserting the request log ---------------------------
+
+
+class IndexerRecorder(Indexer):
+    """A plain Indexer that also records which store operations the reflector called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def add(self, obj):
+        self.ops.append("add")
+        Indexer.update(self, obj)  # Indexer.add is update; do not record it twice
+
+    def update(self, obj):
+        self.ops.append("update")
+        super().update(obj)
+
+    def delete(self, obj):
+        self.ops.append("delete")
+        super().delete(obj)
+
+    def replace(self, objects, resource_version=""):
+        self.ops.append("replace")
+        super().replace(objects, resource_version)
+
+
+def new_pod(n: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": n, "namespace": "default"}}
+
+
+def requests(srv: ApiServer) -> list[tuple]:
+    """The pods list/watch requests as (verb, resourceVersion, limit or bookmarks, ..., status).
+
+    list:  ("list", rv, limit, has_continue, status)
+    watch: ("watch", rv, allowWatchBookmarks, timeoutSeconds, status) plus, for a streaming
+           list, (sendInitialEvents, resourceVersionMatch).
+    """
+    out: list[tuple] = []
+    for r in srv.request_log(resource="pods"):
+        q = r.query
+        if r.verb == "list":
+            out.append(("list", q.get("resourceVersion"), q.get("limit"), "continue" in q,
+                        r.status))
+        elif r.verb == "watch":
+            row: tuple = ("watch", q.get("resourceVersion"), q.get("allowWatchBookmarks"),
+                          q.get("timeoutSeconds"), r.status)
+            if "sendInitialEvents" in q or "resourceVersionMatch" in q:
+                row += (q.get("sendInitialEvents"), q.get("resourceVersionMatch"))
+            out.append(row)
+    return out
+
+
+def wait_until(pred, timeout: float = 5.0) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, "condition not reached"
+        time.sleep(0.002)
+
+
+class Live:
+    """A reflector over HTTP to an embedded server, on a FakeClock unless told otherwise."""
+
+    def __init__(self, srv: ApiServer, *, fake_clock: bool = True, **kwargs) -> None:
+        self.srv = srv
+        self.clock = FakeClock() if fake_clock else REAL_CLOCK
+        self.api = srv.api_client()
+        self.store = IndexerRecorder()
+        self.errors: list[BaseException] = []
+        kwargs.setdefault("watch_error_handler", lambda r, e: self.errors.append(e))
+        kwargs.setdefault("backoff", Backoff(clock=self.clock, jitter=0.0))
+        lw = ListWatch.from_client(self.api, "pods", tweak=kwargs.pop("tweak", None))
+        self.r = Reflector(lw, self.store, name="pods", clock=self.clock,
+                           rng=random.Random(SEED), **kwargs)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.r.run, args=(self.stop,), daemon=True)
+
+    def start(self) -> Live:
+        self.thread.start()
+        return self
+
+    def watches(self, n: int, open_: bool = True) -> None:
+        """Wait until the server has answered n watch requests (and one is open)."""
+        assert self.srv.wait_for_requests(n, verb="watch", resource="pods"), requests(self.srv)
+        if open_:
+            assert self.srv.wait_for_watches(1, "pods"), requests(self.srv)
+
+    def step_backoff(self) -> float:
+        assert isinstance(self.clock, FakeClock)
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            deadline = self.clock.next_deadline()
+            if deadline is not None and deadline - self.clock.now() > 1e-9:
+                delay = deadline - self.clock.now()
+                self.clock.step(delay)
+                return round(delay, 6)
+            time.sleep(0.001)
+        raise AssertionError(f"no backoff wait; requests={requests(self.srv)}")
+
+    def synced_with_server(self) -> bool:
+        want = sorted(f"default/{p['metadata']['name']}" for p in self.srv.list("pods"))
+        return sorted(self.store.list_keys()) == want
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        assert not self.thread.is_alive()
+        self.api.close()
+
+
+@pytest.fixture
+def live():
+    servers: list[ApiServer] = []
+    lives: list[Live] = []
+
+    def make(server_kwargs: dict | None = None, **kwargs) -> Live:
+        srv = ApiServer(**(server_kwargs or {})).start()
+        servers.append(srv)
+        lv = Live(srv, **kwargs)
+        lives.append(lv)
+        return lv
+
+    yield make
+    for lv in lives:
+        lv.close()
+    for srv in servers:
+        srv.stop()
+
+
+def test_live_initial_sync(live):
+    lv = live()
+    for i in range(3):
+        lv.srv.create(new_pod(f"p{i}"))
+    rv = lv.srv.resource_version
+    lv.start().watches(1)
+    t = timeouts(1)
+    assert requests(lv.srv) == [
+        ("list", "0", "500", False, 200),
+        ("watch", rv, "true", str(t[0]), 200),
+    ]
+    assert lv.store.ops == ["replace"]
+    assert sorted(lv.store.list_keys()) == ["default/p0", "default/p1", "default/p2"]
+    assert lv.r.last_sync_resource_version() == rv
+    lv.srv.create(new_pod("p3"))
+    lv.srv.delete("pods", "default", "p0")
+    wait_until(lambda: lv.store.ops == ["replace", "add", "delete"])
+    assert lv.synced_with_server()
+    assert lv.r.last_sync_resource_version() == lv.srv.resource_version
+    assert lv.store.get_by_key("default/p3")["metadata"]["name"] == "p3"
+
+
+def test_live_pagination_and_paginated_relists(live):
+    lv = live(server_kwargs={"watch_cache": False})  # rv=0 lists honour limit
+    for i in range(1203):
+        lv.srv.create(new_pod(f"p{i:04d}"))
+    rv = lv.srv.resource_version
+    lv.start().watches(1)
+    assert requests(lv.srv) == [
+        ("list", "0", "500", False, 200),
+        ("list", None, "500", True, 200),  # continue pages carry no resourceVersion
+        ("list", None, "500", True, 200),
+        ("watch", rv, "true", str(timeouts(1)[0]), 200),
+    ]
+    assert len(lv.store) == 1203
+    assert lv.store.ops == ["replace"]
+    # The initial "0" list came back paginated, so relists stay paginated.
+    lv.srv.drop_watches("pods")  # no event and fake time: a very short watch, so a relist
+    assert lv.step_backoff() == 0.8
+    lv.watches(2)
+    assert [r[:4] for r in requests(lv.srv)[4:]] == [
+        ("list", rv, "500", False), ("list", None, "500", True), ("list", None, "500", True),
+        ("watch", rv, "true", str(timeouts(2)[1])),
+    ]
+
+
+def test_live_expired_continue_token_falls_back_to_full_list(live):
+    done: list[bool] = []
+    holder: dict = {}
+
+    def tweak(o: ListOptions) -> None:
+        if o.continue_ and not done:  # a write and a compaction between page 1 and page 2
+            done.append(True)
+            holder["srv"].create({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "bump", "namespace": "default"}})
+            holder["rv"] = holder["srv"].compact()
+
+    lv = live(server_kwargs={"watch_cache": False}, tweak=tweak)
+    holder["srv"] = lv.srv
+    for i in range(700):
+        lv.srv.create(new_pod(f"p{i:04d}"))
+    lv.start().watches(1)
+    assert requests(lv.srv) == [
+        ("list", "0", "500", False, 200),
+        ("list", None, "500", True, 410),  # the continue token fell out of the window
+        ("list", "0", None, False, 200),   # one full list at the original version
+        ("watch", holder["rv"], "true", str(timeouts(1)[0]), 200),
+    ]
+    assert len(lv.store) == 700
+    assert lv.store.ops == ["replace"]
+
+
+def test_live_410_event_relists_at_last_sync_rv_then_410_list_goes_consistent(live):
+    lv = live()
+    lv.srv.create(new_pod("a"))
+    rv1 = lv.srv.resource_version
+    lv.srv.fail_next(1, 410, verb="watch", resource="pods", in_stream=True)
+    lv.start().watches(1, open_=False)
+    # the watch got 200 then an ERROR 410 event: back off, relist at lastSyncRV (not "")
+    lv.srv.fail_next(1, 410, verb="list", resource="pods")
+    assert lv.step_backoff() == 0.8
+    lv.watches(2)
+    t = timeouts(2)
+    assert requests(lv.srv) == [
+        ("list", "0", "500", False, 200),
+        ("watch", rv1, "true", str(t[0]), 200),
+        ("list", rv1, None, False, 410),  # the relist at lastSyncRV answered 410 ...
+        ("list", None, None, False, 200),  # ... so at once a consistent list ("")
+        ("watch", rv1, "true", str(t[1]), 200),
+    ]
+    assert lv.errors == []
+    assert lv.store.ops == ["replace", "replace"]
+
+
+def test_live_410_event_relist_succeeds_at_last_sync_rv(live):
+    lv = live()
+    lv.srv.fail_next(1, 410, verb="watch", resource="pods", in_stream=True)
+    rv = lv.srv.resource_version
+    lv.start().watches(1, open_=False)
+    lv.srv.create(new_pod("late"))
+    assert lv.step_backoff() == 0.8
+    lv.watches(2)
+    rv2 = lv.srv.resource_version
+    assert [r[:3] + r[4:] for r in requests(lv.srv)] == [
+        ("list", "0", "500", 200), ("watch", rv, "true", 200),
+        ("list", rv, None, 200), ("watch", rv2, "true", 200),
+    ]
+    assert lv.synced_with_server()
+
+
+def test_live_compaction(live):
+    lv = live()
+    lv.srv.create(new_pod("a"))
+    rv = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.hang_watches()
+    lv.srv.create(new_pod("b"))  # the hung watch falls behind ...
+    lv.srv.delete("pods", "default", "a")
+    lv.srv.compact()  # ... and its position is compacted away
+    lv.srv.resume_watches()
+    assert lv.step_backoff() == 0.8  # ERROR 410 event: relist after the backoff
+    lv.watches(2)
+    rv2 = lv.srv.resource_version
+    assert [r[:3] for r in requests(lv.srv)] == [
+        ("list", "0", "500"), ("watch", rv, "true"), ("list", rv, None), ("watch", rv2, "true")]
+    assert sorted(lv.store.list_keys()) == ["default/b"]
+    assert lv.store.ops == ["replace", "replace"]  # deletions missed meanwhile: via replace
+
+
+def test_live_dropped_watch_rewatches_from_last_rv_without_relist(live):
+    lv = live()
+    rv0 = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.create(new_pod("a"))
+    wait_until(lambda: len(lv.store) == 1)
+    rv = lv.srv.resource_version
+    assert lv.srv.drop_watches("pods") == 1
+    lv.watches(2)
+    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv0), ("watch", rv)]
+    lv.srv.create(new_pod("b"))
+    wait_until(lambda: len(lv.store) == 2)
+    assert lv.store.ops == ["replace", "add", "add"]
+
+
+def test_live_hung_watch_is_replaced_after_the_read_timeout(live):
+    lv = live(fake_clock=False, read_timeout=0.4)
+    rv0 = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.create(new_pod("a"))
+    wait_until(lambda: len(lv.store) == 1)
+    rv = lv.srv.resource_version
+    lv.srv.hang_watches()
+    start = time.monotonic()
+    lv.srv.create(new_pod("b"))  # never delivered on the hung stream
+    assert lv.srv.wait_for_requests(2, verb="watch", resource="pods", timeout=5)
+    elapsed = time.monotonic() - start
+    assert 0.35 < elapsed < 3.0
+    lv.srv.resume_watches()
+    wait_until(lambda: len(lv.store) == 2)
+    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv0), ("watch", rv)]
+    assert lv.store.ops == ["replace", "add", "add"]
+
+
+def test_live_429_storm_rewatches_without_relist(live):
+    lv = live()
+    rv0 = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.create(new_pod("a"))
+    wait_until(lambda: len(lv.store) == 1)
+    rv = lv.srv.resource_version
+    lv.srv.fail_next(5, 429, verb="watch", resource="pods", retry_after=1)
+    lv.srv.drop_watches("pods")
+    delays = [lv.step_backoff() for _ in range(5)]
+    assert delays == [1.0, 1.6, 3.2, 6.4, 12.8]  # Retry-After: 1 beats the first 0.8 s step
+    lv.watches(7)
+    assert [r[:2] + r[4:] for r in requests(lv.srv)] == (
+        [("list", "0", 200), ("watch", rv0, 200)] + [("watch", rv, 429)] * 5
+        + [("watch", rv, 200)])
+    assert lv.errors == []  # retriable: never reached the error handler
+
+
+def test_live_500_storm_on_list(live):
+    lv = live()
+    rv0 = lv.srv.resource_version
+    lv.srv.fail_next(4, 500, verb="list", resource="pods")
+    lv.start()
+    delays = [lv.step_backoff() for _ in range(4)]
+    assert delays == [0.8, 1.6, 3.2, 6.4]
+    lv.watches(1)
+    assert [r[:3] + r[4:] for r in requests(lv.srv)] == (
+        [("list", "0", "500", 500)] * 4 + [("list", "0", "500", 200), ("watch", rv0, "true", 200)])
+    assert [e.code for e in lv.errors] == [500] * 4
+    assert lv.r.metrics.list_errors_total == 4
+
+
+def test_live_500_storm_on_watch_relists(live):
+    lv = live()
+    rv = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.fail_next(2, 500, verb="watch", resource="pods")
+    lv.srv.drop_watches("pods")  # no events, fake time: very short -> relist
+    assert lv.step_backoff() == 0.8
+    assert lv.step_backoff() == 1.6  # the watch after the relist answered 500: relist again
+    assert lv.step_backoff() == 3.2
+    lv.watches(4)
+    assert [r[:3] + r[4:] for r in requests(lv.srv)] == [
+        ("list", "0", "500", 200), ("watch", rv, "true", 200),
+        ("list", rv, None, 200), ("watch", rv, "true", 500),
+        ("list", rv, None, 200), ("watch", rv, "true", 500),
+        ("list", rv, None, 200), ("watch", rv, "true", 200),
+    ]
+    assert [e.code for e in lv.errors] == [500, 500]
+
+
+def test_live_server_restart(live):
+    lv = live()
+    rv0 = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.create(new_pod("a"))
+    wait_until(lambda: len(lv.store) == 1)
+    rv = lv.srv.resource_version
+    lv.srv.restart()
+    lv.srv.create(new_pod("b"))
+    # The reflector may hit the closed listener (connection refused: back off and re-watch)
+    # or reconnect at once; either way it re-watches from its version without relisting.
+    end = time.monotonic() + 5
+    while len(lv.srv.request_log(verb="watch", resource="pods")) < 2:
+        assert time.monotonic() < end
+        deadline = lv.clock.next_deadline()
+        if deadline is not None and deadline > lv.clock.now():
+            lv.clock.step(deadline - lv.clock.now())
+        time.sleep(0.002)
+    wait_until(lambda: len(lv.store) == 2)
+    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv0), ("watch", rv)]
+    assert lv.store.ops == ["replace", "add", "add"]
+
+
+def test_live_malformed_lines_are_skipped(live, caplog):
+    lv = live()
+    rv0 = lv.srv.resource_version
+    lv.start().watches(1)
+    with caplog.at_level("WARNING", logger="informers.raw_client"):
+        assert lv.srv.inject_malformed_watch_line() == 1
+        lv.srv.create(new_pod("a"))
+        wait_until(lambda: len(lv.store) == 1)
+    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv0)]
+    assert any("skipping undecodable watch line" in r.getMessage() for r in caplog.records)
+
+
+def test_live_bookmarks_move_the_version(live):
+    lv = live(server_kwargs={"bookmark_interval": 0.05})
+    rv0 = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.create({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "c", "namespace": "default"}})
+    rv = lv.srv.resource_version
+    wait_until(lambda: lv.r.last_sync_resource_version() == rv)
+    assert lv.store.ops == ["replace"]  # bookmarks never reach the store
+    lv.srv.drop_watches("pods")
+    lv.watches(2)
+    assert [r[:3] for r in requests(lv.srv)] == [
+        ("list", "0", "500"), ("watch", rv0, "true"), ("watch", rv, "true")]
+
+
+def test_live_very_short_watch_relists(live):
+    lv = live()
+    rv = lv.srv.resource_version
+    lv.start().watches(1)
+    lv.srv.drop_watches("pods")  # closed at once (fake time) without an event
+    assert lv.step_backoff() == 0.8
+    lv.watches(2)
+    assert [r[:3] for r in requests(lv.srv)] == [
+        ("list", "0", "500"), ("watch", rv, "true"), ("list", rv, None), ("watch", rv, "true")]
+    assert isinstance(lv.r.metrics.last_error, VeryShortWatchError)
+
+
+def test_live_streaming_list(live):
+    lv = live(use_watch_list=True)
+    lv.srv.create(new_pod("a"))
+    lv.srv.create(new_pod("b"))
+    rv = lv.srv.resource_version
+    lv.start()
+    wait_until(lambda: lv.r.last_sync_resource_version() == rv)
+    assert lv.store.ops == ["replace"]
+    assert sorted(lv.store.list_keys()) == ["default/a", "default/b"]
+    lv.srv.create(new_pod("c"))  # the same stream keeps going
+    wait_until(lambda: len(lv.store) == 3)
+    assert requests(lv.srv) == [
+        ("watch", None, "true", str(timeouts(1)[0]), 200, "true", "NotOlderThan")]
+    assert lv.store.ops == ["replace", "add"]
+
+
+def test_live_streaming_list_falls_back_to_list_and_watch(live):
+    lv = live(use_watch_list=True)
+    lv.srv.create(new_pod("a"))
+    rv = lv.srv.resource_version
+    lv.srv.fail_next(1, 400, verb="watch", resource="pods", message="sendInitialEvents unsupported")
+    lv.start().watches(2)
+    t = timeouts(2)
+    assert requests(lv.srv) == [
+        ("watch", None, "true", str(t[0]), 400, "true", "NotOlderThan"),
+        ("list", "0", "500", False, 200),
+        ("watch", rv, "true", str(t[1]), 200),
+    ]
+    assert sorted(lv.store.list_keys()) == ["default/a"]
+
+
+def test_live_stop_returns_promptly(live):
+    lv = live(fake_clock=False)
+    lv.start().watches(1)
+    start = time.monotonic()
+    lv.stop.set()
+    lv.thread.join(2)
+    assert not lv.thread.is_alive()
+    assert time.monotonic() - start < 1.0
+    wait_until(lambda: lv.srv.watch_count("pods") == 0)  # the connection was released
+
+
+def test_live_410_status_on_watch_relists_at_last_sync_rv(live):
+    lv = live()
+    rv = lv.srv.resource_version
+    lv.srv.fail_next(1, 410, verb="watch", resource="pods")
+    lv.start()
+    assert lv.step_backoff() == 0.8
+    lv.watches(2)
+    assert [r[:3] + r[4:] for r in requests(lv.srv)] == [
+        ("list", "0", "500", 200), ("watch", rv, "true", 410),
+        ("list", rv, None, 200), ("watch", rv, "true", 200),
+    ]
+    assert [(e.code, e.reason) for e in lv.errors] == [(410, "Expired")]
+
+
+def test_live_server_side_timeout_resumes_without_relist(live):
+    server_clock = FakeClock()
+    lv = live(server_kwargs={"clock": server_clock})
+    rv = lv.srv.resource_version
+    lv.start().watches(1)
+    timeout = timeouts(1)[0]
+    assert requests(lv.srv)[1][3] == str(timeout)
+    lv.clock.step(1.0)  # the reflector saw the watch last a second: not a "very short" one
+    server_clock.step(timeout)  # the server ends the watch after timeoutSeconds
+    lv.watches(2)
+    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv), ("watch", rv)]
+    assert lv.store.ops == ["replace"]

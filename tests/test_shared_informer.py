@@ -1,0 +1,986 @@
+"""Tests for informers.shared_informer.
+
+Most tests drive the informer's DeltaFIFO directly, playing the reflector (a stub whose
+``run`` only waits for stop), so every delta is chosen by the test. The end-to-end tests at
+the bottom go through the embedded API server with the official client.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+
+import pytest
+
+from informers.clock import FakeClock
+from informers.delta_fifo import DeltaFIFO
+from informers.errors import (
+    IndexConflictError,
+    InformerStartedError,
+    InformerStoppedError,
+)
+from informers.handlers import ResourceEventHandlerFuncs
+from informers.keys import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
+from informers.list_watch import ListWatch
+from informers.resources import lookup
+from informers.shared_informer import (
+    MINIMUM_RESYNC_PERIOD,
+    SharedIndexInformer,
+    strip_managed_fields,
+)
+
+WAIT = 10.0
+
+
+class Recorder:
+    """A handler recording ``(kind, ...)`` tuples; can block inside a call until released."""
+
+    def __init__(self, block_on: str | None = None) -> None:
+        self.events: list[tuple] = []
+        self.cond = threading.Condition()
+        self.block_on = block_on
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def _record(self, event: tuple, obj: object) -> None:
+        if self.block_on is not None and _name(obj) == self.block_on:
+            self.entered.set()
+            assert self.release.wait(WAIT)
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def on_add(self, obj, is_in_initial_list):
+        self._record(("add", _name(obj), _rv(obj), is_in_initial_list), obj)
+
+    def on_update(self, old, new):
+        self._record(("update", _name(new), _rv(old), _rv(new)), new)
+
+    def on_delete(self, obj):
+        if isinstance(obj, DeletedFinalStateUnknown):
+            self._record(("delete-unknown", obj.key, _rv(obj.obj)), obj)
+        else:
+            self._record(("delete", _name(obj), _rv(obj)), obj)
+
+    def wait_for(self, count: int) -> list[tuple]:
+        with self.cond:
+            assert self.cond.wait_for(lambda: len(self.events) >= count, WAIT), self.events
+            return list(self.events)
+
+
+def _name(obj) -> str:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return obj["metadata"]["name"]
+
+
+def _rv(obj) -> str | None:
+    if obj is None:
+        return None
+    return obj["metadata"].get("resourceVersion")
+
+
+def pod(name: str, rv: str, ns: str = "ns", **extra) -> dict:
+    meta = {"name": name, "namespace": ns, "resourceVersion": rv}
+    meta.update(extra)
+    return {"metadata": meta, "spec": {}}
+
+
+class StubReflector:
+    """Stands in for the reflector: the test writes the FIFO itself."""
+
+    def __init__(self, fifo: DeltaFIFO, should_resync) -> None:
+        self.fifo = fifo
+        self.should_resync = should_resync
+        self.rv = ""
+
+    def run(self, stop: threading.Event) -> None:
+        stop.wait()
+
+    def last_sync_resource_version(self) -> str:
+        return self.rv
+
+
+class DrivenInformer(SharedIndexInformer):
+    stub: StubReflector
+
+    def _new_reflector(self, fifo):
+        self.stub = StubReflector(fifo, self._processor.should_resync)
+        return self.stub
+
+
+def _unused_list_watch() -> ListWatch:
+    def fail(_options):
+        raise AssertionError("the stub reflector never lists or watches")
+
+    return ListWatch(fail, fail, resource=lookup("pods"))
+
+
+class Running:
+    """Runs an informer on a thread; ``stop()`` ends it and joins."""
+
+    def __init__(self, informer: SharedIndexInformer) -> None:
+        self.informer = informer
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(
+            target=informer.run, args=(self.stop_event,), name="test-informer-run", daemon=True
+        )
+        self.thread.start()
+        for _ in range(10000):
+            if informer.has_started() and getattr(informer, "stub", None) is not None:
+                break
+            threading.Event().wait(0.001)
+
+    @property
+    def fifo(self) -> DeltaFIFO:
+        return self.informer.stub.fifo  # type: ignore[attr-defined]
+
+    def drain(self) -> None:
+        """Wait until the process loop has applied everything queued."""
+        for _ in range(10000):
+            if len(self.fifo) == 0 and self.informer._block_deltas.acquire(timeout=WAIT):
+                self.informer._block_deltas.release()
+                if len(self.fifo) == 0:
+                    return
+            threading.Event().wait(0.001)
+        raise AssertionError("FIFO not drained")
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def make():
+    running: list[Running] = []
+
+    def factory(*handlers_and_periods, start=True, **kw) -> tuple[DrivenInformer, Running | None]:
+        kw.setdefault("name", "pods")
+        inf = DrivenInformer(_unused_list_watch(), **kw)
+        if not start:
+            return inf, None
+        r = Running(inf)
+        running.append(r)
+        return inf, r
+
+    yield factory
+    for r in running:
+        r.stop()
+
+
+# -- the flow: list, watch events, fan-out --------------------------------------------------------
+
+
+def test_initial_list_then_events_fan_out_in_order_to_every_handler(make) -> None:
+    inf, _ = make(start=False)
+    a, b = Recorder(), Recorder()
+    reg_a = inf.add_event_handler(a)
+    reg_b = inf.add_event_handler(ResourceEventHandlerFuncs(
+        on_add=lambda o, initial: b.on_add(o, initial),
+        on_update=b.on_update,
+        on_delete=b.on_delete,
+    ))
+    assert not inf.has_synced() and not reg_a.has_synced()
+    r = Running(inf)
+    try:
+        r.fifo.replace([pod("p1", "10"), pod("p2", "11")], "11")
+        r.fifo.update(pod("p1", "12"))
+        r.fifo.add(pod("p3", "13"))
+        r.fifo.delete(pod("p2", "14"))
+        # DeltaFIFO order: keys in first-queued order, each key's deltas together.
+        expected = [
+            ("add", "p1", "10", True),
+            ("update", "p1", "10", "12"),
+            ("add", "p2", "11", True),
+            ("delete", "p2", "14"),
+            ("add", "p3", "13", False),
+        ]
+        assert a.wait_for(5) == expected
+        assert b.wait_for(5) == expected
+        assert inf.has_synced() and reg_a.has_synced() and reg_b.has_synced()
+        assert sorted(inf.get_store().list_keys()) == ["ns/p1", "ns/p3"]
+        assert inf.get_indexer().get_by_key("ns/p1")["metadata"]["resourceVersion"] == "12"
+    finally:
+        r.stop()
+
+
+def test_cache_is_written_before_the_handler_is_notified(make) -> None:
+    inf, r = make()
+    seen: list[object] = []
+    cond = threading.Condition()
+
+    def record(value: object) -> None:
+        with cond:
+            seen.append(value)
+            cond.notify_all()
+
+    def wait(n: int) -> None:
+        with cond:
+            assert cond.wait_for(lambda: len(seen) == n, WAIT)
+
+    cached = inf.get_indexer().get_by_key
+    inf.add_event_handler(ResourceEventHandlerFuncs(
+        on_add=lambda o: record(cached("ns/x") is o),
+        on_update=lambda old, new: record(cached("ns/x") is new),
+        on_delete=lambda o: record(cached("ns/x")),
+    ))
+    # One event at a time: each handler call happens before the next event is queued.
+    r.fifo.replace([pod("x", "1")], "1")
+    wait(1)
+    r.fifo.update(pod("x", "2"))
+    wait(2)
+    r.fifo.delete(pod("x", "3"))
+    wait(3)
+    assert seen == [True, True, None]
+
+
+def test_slow_handler_blocks_neither_other_handlers_nor_the_process_loop(make) -> None:
+    inf, r = make()
+    slow, fast = Recorder(block_on="p0"), Recorder()
+    inf.add_event_handler(slow)
+    inf.add_event_handler(fast)
+    r.fifo.replace([], "1")
+    r.fifo.add(pod("p0", "2"))
+    assert slow.entered.wait(WAIT)
+    for i in range(1, 200):
+        r.fifo.add(pod(f"p{i}", str(i + 2)))
+    # The process loop keeps applying while the slow handler is stuck.
+    r.drain()
+    assert len(inf.get_store().list_keys()) == 200
+    assert len(fast.wait_for(200)) == 200
+    assert slow.events == []
+    slow.release.set()
+    assert [e[1] for e in slow.wait_for(200)] == [f"p{i}" for i in range(200)]
+
+
+def test_raising_handler_is_logged_and_keeps_receiving(make, caplog) -> None:
+    inf, r = make()
+    got: list[str] = []
+
+    def add(obj):
+        got.append(_name(obj))
+        if _name(obj) == "bad":
+            raise RuntimeError("boom")
+
+    reg = inf.add_event_handler(ResourceEventHandlerFuncs(on_add=add))
+    with caplog.at_level(logging.ERROR, logger="informers.processor_listener"):
+        r.fifo.replace([pod("bad", "1"), pod("good", "2")], "2")
+        r.fifo.add(pod("later", "3"))
+        r.drain()
+        for _ in range(1000):
+            if len(got) == 3:
+                break
+            threading.Event().wait(0.005)
+    assert got == ["bad", "good", "later"]
+    assert reg.has_synced()  # the failed initial add counts as delivered
+    assert ["ns/bad" in rec.getMessage() for rec in caplog.records] == [True]
+
+
+def test_is_in_initial_list_only_for_the_first_list(make) -> None:
+    inf, r = make()
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    r.fifo.replace([pod("a", "1")], "1")
+    r.drain()
+    r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")  # a relist: b is new, not initial
+    assert rec.wait_for(2) == [("add", "a", "1", True), ("add", "b", "2", False)]
+
+
+# -- late handlers --------------------------------------------------------------------------------
+
+
+def test_late_handler_gets_synthetic_adds_before_later_events(make) -> None:
+    inf, r = make()
+    r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+    r.drain()
+    assert inf.has_synced()
+    late = Recorder()
+    reg = inf.add_event_handler(late)
+    r.fifo.update(pod("a", "3"))
+    events = late.wait_for(3)
+    assert sorted(events[:2]) == [("add", "a", "1", True), ("add", "b", "2", True)]
+    assert events[2] == ("update", "a", "1", "3")
+    assert reg.has_synced()
+
+
+def test_late_handler_under_concurrent_events_sees_a_consistent_history(make) -> None:
+    inf, r = make()
+    names = [f"p{i}" for i in range(20)]
+    r.fifo.replace([pod(n, "0") for n in names], "0")
+    r.drain()
+    done = threading.Event()
+
+    def writer() -> None:
+        rv = 1
+        while not done.is_set() and rv < 3000:
+            r.fifo.update(pod(names[rv % 20], str(rv)))
+            rv += 1
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    threading.Event().wait(0.02)
+    late = Recorder()
+    reg = inf.add_event_handler(late)
+    threading.Event().wait(0.02)
+    done.set()
+    t.join(WAIT)
+    r.drain()
+    for _ in range(2000):
+        if reg.has_synced() and late.events and len(late.events) >= 20:
+            break
+        threading.Event().wait(0.005)
+    events = late.wait_for(20)
+    # First one synthetic add per cached object, then, per key, a gap-free chain of updates
+    # starting from the version the add carried, ending at the cached version.
+    adds = events[:20]
+    assert sorted(e[1] for e in adds) == sorted(names)
+    assert all(e[0] == "add" and e[3] is True for e in adds)
+    last = {e[1]: e[2] for e in adds}
+    for e in events[20:]:
+        assert e[0] == "update"
+        assert e[2] == last[e[1]], (e, last[e[1]])
+        last[e[1]] = e[3]
+    assert last == {n: inf.get_indexer().get_by_key("ns/" + n)["metadata"]["resourceVersion"]
+                    for n in names}
+
+
+def test_late_handler_registration_synced_only_after_its_synthetic_adds(make) -> None:
+    inf, r = make()
+    r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+    r.drain()
+    late = Recorder(block_on="b")
+    reg = inf.add_event_handler(late)
+    assert inf.has_synced()
+    assert not reg.has_synced()
+    late.release.set()
+    late.wait_for(2)
+    for _ in range(1000):
+        if reg.has_synced():
+            break
+        threading.Event().wait(0.001)
+    assert reg.has_synced()
+
+
+def test_same_handler_twice_is_two_registrations(make) -> None:
+    inf, r = make()
+    rec = Recorder()
+    reg1 = inf.add_event_handler(rec)
+    reg2 = inf.add_event_handler(rec)
+    assert reg1 is not reg2
+    r.fifo.replace([pod("a", "1")], "1")
+    assert rec.wait_for(2) == [("add", "a", "1", True)] * 2
+
+
+# -- removal --------------------------------------------------------------------------------------
+
+
+def test_remove_event_handler_idempotent_and_ignores_foreign(make) -> None:
+    inf, r = make()
+    other, _ = make(start=False)
+    rec, kept = Recorder(), Recorder()
+    reg = inf.add_event_handler(rec)
+    inf.add_event_handler(kept)
+    foreign = other.add_event_handler(Recorder())
+    inf.remove_event_handler(foreign)  # ignored
+    inf.remove_event_handler("not a registration")  # ignored
+    r.fifo.replace([pod("a", "1")], "1")
+    rec.wait_for(1)
+    inf.shut_down_event_handler(reg)
+    inf.remove_event_handler(reg)  # idempotent
+    inf.shut_down_event_handler(reg)
+    r.fifo.add(pod("b", "2"))
+    assert kept.wait_for(2)[-1] == ("add", "b", "2", False)
+    assert rec.events == [("add", "a", "1", True)]
+    assert len(other._processor.listeners()) == 1
+
+
+def test_blocking_removal_waits_for_the_call_in_progress(make) -> None:
+    inf, r = make()
+    rec = Recorder(block_on="a")
+    reg = inf.add_event_handler(rec)
+    r.fifo.replace([pod("a", "1")], "1")
+    r.fifo.add(pod("b", "2"))
+    assert rec.entered.wait(WAIT)
+    done = threading.Event()
+
+    def remove() -> None:
+        inf.shut_down_event_handler(reg)
+        done.set()
+
+    t = threading.Thread(target=remove, daemon=True)
+    t.start()
+    assert not done.wait(0.05)  # still inside the handler
+    rec.release.set()
+    assert done.wait(WAIT)
+    assert rec.events == [("add", "a", "1", True)]  # "b" was dropped
+
+
+def test_shut_down_from_inside_the_handler_does_not_deadlock(make) -> None:
+    inf, r = make()
+    regs: list = []
+    got: list[str] = []
+
+    def add(obj):
+        got.append(_name(obj))
+        inf.shut_down_event_handler(regs[0])
+
+    regs.append(inf.add_event_handler(ResourceEventHandlerFuncs(on_add=add)))
+    r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+    r.drain()
+    regs[0]._listener.join()
+    assert got == ["a"]
+
+
+def test_remove_works_on_a_stopped_informer(make) -> None:
+    inf, r = make()
+    reg = inf.add_event_handler(Recorder())
+    r.stop()
+    assert inf.is_stopped()
+    inf.remove_event_handler(reg)
+    inf.shut_down_event_handler(reg)
+
+
+# -- resync and relist ----------------------------------------------------------------------------
+
+
+def test_resync_delivers_only_to_handlers_whose_period_is_due(make) -> None:
+    clock = FakeClock(start=1000.0)
+    inf, _ = make(start=False, resync_period=10.0, clock=clock)
+    every10, never, every30 = Recorder(), Recorder(), Recorder()
+    inf.add_event_handler(every10)  # the informer's default: 10 s
+    inf.add_event_handler(never, resync_period=0)
+    inf.add_event_handler(every30, resync_period=30)
+    r = Running(inf)
+    try:
+        obj = pod("a", "1")
+        r.fifo.replace([obj], "1")
+        for rec in (every10, never, every30):
+            rec.wait_for(1)
+        clock.step(10)
+        assert r.informer.stub.should_resync() is True  # the reflector's tick
+        r.fifo.resync()
+        assert every10.wait_for(2)[1] == ("update", "a", "1", "1")
+        clock.step(10)  # t+20: every10 again, every30 not yet
+        assert r.informer.stub.should_resync() is True
+        r.fifo.resync()
+        assert every10.wait_for(3)[2] == ("update", "a", "1", "1")
+        clock.step(10)  # t+30: both
+        assert r.informer.stub.should_resync() is True
+        r.fifo.resync()
+        assert every10.wait_for(4)[3] == ("update", "a", "1", "1")
+        assert every30.wait_for(2)[1] == ("update", "a", "1", "1")
+        clock.step(5)  # t+35: nobody due; the tick says so and the store is not resynced
+        assert r.informer.stub.should_resync() is False
+        r.fifo.add(pod("b", "2"))  # a marker behind everything
+        every10.wait_for(5)
+        never.wait_for(2)
+        every30.wait_for(3)
+        assert never.events == [("add", "a", "1", True), ("add", "b", "2", False)]
+        assert len(every10.events) == 5 and len(every30.events) == 3
+        # the resync passed the cached object itself as old and new
+    finally:
+        r.stop()
+
+
+def test_relist_of_unchanged_objects_not_delivered_without_resync(make) -> None:
+    clock = FakeClock()
+    inf, _ = make(start=False, resync_period=30.0, clock=clock)
+    no_resync, resyncing = Recorder(), Recorder()
+    inf.add_event_handler(no_resync, resync_period=0)
+    inf.add_event_handler(resyncing)
+    r = Running(inf)
+    try:
+        r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+        no_resync.wait_for(2)
+        # A relist: a unchanged, b changed. Nobody is marked syncing yet.
+        r.fifo.replace([pod("a", "1"), pod("b", "3")], "3")
+        assert no_resync.wait_for(3)[2] == ("update", "b", "2", "3")
+        assert resyncing.wait_for(3)[2] == ("update", "b", "2", "3")
+        # Once the resync tick marked "resyncing" due, the unchanged relisted object reaches it.
+        clock.step(30)
+        assert r.informer.stub.should_resync() is True
+        r.fifo.replace([pod("a", "1"), pod("b", "3")], "3")
+        r.fifo.add(pod("marker", "4"))
+        assert [e[:2] for e in resyncing.wait_for(6)[3:]] == [
+            ("update", "a"),
+            ("update", "b"),
+            ("add", "marker"),
+        ]
+        assert no_resync.wait_for(4)[3] == ("add", "marker", "4", False)
+        assert len(no_resync.events) == 4
+    finally:
+        r.stop()
+
+
+def test_missed_delete_found_by_relist_is_a_deleted_final_state_unknown(make) -> None:
+    inf, r = make()
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+    r.drain()
+    r.fifo.replace([pod("a", "1")], "5")
+    assert rec.wait_for(3)[2] == ("delete-unknown", "ns/b", "2")
+    assert inf.get_store().list_keys() == ["ns/a"]
+
+
+def test_resync_period_arithmetic_before_and_after_start(make, caplog) -> None:
+    inf, _ = make(start=False, resync_period=30.0)
+    r30 = inf.add_event_handler(Recorder())
+    r10 = inf.add_event_handler(Recorder(), resync_period=10)
+    assert inf.resync_check_period == 10.0  # lowered before start
+    assert (r30._listener.resync_period, r10._listener.resync_period) == (30.0, 10.0)
+    with caplog.at_level(logging.WARNING, logger="informers.shared_informer"):
+        tiny = inf.add_event_handler(Recorder(), resync_period=0.2)
+    assert MINIMUM_RESYNC_PERIOD == 1.0
+    assert tiny._listener.resync_period == 1.0
+    assert inf.resync_check_period == 1.0
+    assert "too small" in caplog.records[0].getMessage()
+    r = Running(inf)
+    try:
+        after = inf.add_event_handler(Recorder(), resync_period=0.5)
+        assert after._listener.resync_period == 1.0
+        assert inf.resync_check_period == 1.0
+    finally:
+        r.stop()
+
+    inf2, _ = make(start=False, resync_period=10.0)
+    r2 = Running(inf2)
+    try:
+        late = inf2.add_event_handler(Recorder(), resync_period=5)
+        assert late._listener.resync_period == 10.0  # raised to the check period after start
+        assert inf2.resync_check_period == 10.0
+    finally:
+        r2.stop()
+
+    never, _ = make(start=False, resync_period=0.0)
+    h = never.add_event_handler(Recorder(), resync_period=5)
+    assert h._listener.resync_period == 0.0  # an informer created with 0 never resyncs
+    assert never.resync_check_period == 0.0
+
+
+# -- transform ------------------------------------------------------------------------------------
+
+
+def test_transform_applied_exactly_once_per_object(make) -> None:
+    calls: list[str] = []
+
+    def transform(obj):
+        calls.append(_name(obj))
+        obj["metadata"]["transformed"] = obj["metadata"].get("transformed", 0) + 1
+        return obj
+
+    clock = FakeClock()
+    inf, _ = make(start=False, transform=transform, resync_period=1.0, clock=clock)
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    r = Running(inf)
+    try:
+        r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+        r.fifo.update(pod("a", "3"))
+        r.fifo.delete(pod("b", "4"))
+        r.drain()
+        clock.step(1)
+        assert inf.stub.should_resync()
+        r.fifo.resync()  # Sync deltas: not transformed again
+        r.fifo.replace([], "5")  # tombstone for a: not transformed
+        rec.wait_for(6)
+        assert calls == ["a", "b", "a", "b"]
+        assert all(
+            o["metadata"]["transformed"] == 1 for o in inf.get_store().list()
+        )
+    finally:
+        r.stop()
+
+
+def test_managed_fields_dropped_by_default_and_transform_none_keeps_them(make) -> None:
+    mf = [{"manager": "kubectl", "operation": "Apply"}]
+    inf, r = make()
+    r.fifo.replace([pod("a", "1", managedFields=copy.deepcopy(mf))], "1")
+    r.drain()
+    assert "managedFields" not in inf.get_indexer().get_by_key("ns/a")["metadata"]
+
+    keep, r2 = make(transform=None)
+    r2.fifo.replace([pod("a", "1", managedFields=copy.deepcopy(mf))], "1")
+    r2.drain()
+    assert keep.get_indexer().get_by_key("ns/a")["metadata"]["managedFields"] == mf
+
+
+def test_strip_managed_fields_tolerates_odd_objects() -> None:
+    assert strip_managed_fields("x") == "x"
+    assert strip_managed_fields({"metadata": None}) == {"metadata": None}
+    assert strip_managed_fields({"metadata": {"managedFields": []}}) == {"metadata": {}}
+
+
+def test_set_transform_only_before_start(make) -> None:
+    inf, _ = make(start=False)
+    seen: list[str] = []
+    inf.set_transform(lambda o: seen.append(_name(o)) or o)
+    r = Running(inf)
+    try:
+        with pytest.raises(InformerStartedError, match="informer has already started"):
+            inf.set_transform(None)
+        with pytest.raises(InformerStartedError):
+            inf.set_watch_error_handler(lambda _r, _e: None)
+        r.fifo.replace([pod("a", "1")], "1")
+        r.drain()
+        assert seen == ["a"]
+    finally:
+        r.stop()
+
+
+# -- indexers, lifecycle --------------------------------------------------------------------------
+
+
+def test_add_indexers_at_any_time_until_stopped(make) -> None:
+    inf, r = make(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    r.fifo.replace([pod("a", "1", ns="x", labels={"app": "web"}), pod("b", "2", ns="y")], "2")
+    r.drain()
+    inf.add_indexers({"app": lambda o: [o["metadata"].get("labels", {}).get("app", "")]})
+    assert [_name(o) for o in inf.get_indexer().by_index("app", "web")] == ["a"]
+    assert [_name(o) for o in inf.get_indexer().by_index(NAMESPACE_INDEX, "y")] == ["b"]
+    with pytest.raises(IndexConflictError):
+        inf.add_indexers({"app": meta_namespace_index_func})
+    r.stop()
+    with pytest.raises(InformerStoppedError, match="stopped already"):
+        inf.add_indexers({"other": meta_namespace_index_func})
+    with pytest.raises(InformerStoppedError, match="was not added to shared informer"):
+        inf.add_event_handler(Recorder())
+
+
+def test_run_twice_warns_and_returns(make, caplog) -> None:
+    inf, _ = make()
+    with caplog.at_level(logging.WARNING, logger="informers.shared_informer"):
+        inf.run(threading.Event())  # returns at once
+    assert "more than once" in caplog.records[0].getMessage()
+    assert inf.last_sync_resource_version() == ""
+    inf.stub.rv = "42"
+    assert inf.last_sync_resource_version() == "42"
+
+
+def test_stop_drains_pending_notifications_and_joins_every_thread(make) -> None:
+    before = {t.name for t in threading.enumerate()}
+    inf, _ = make(start=False, name="drainme")
+    slow = Recorder(block_on="p0")
+    inf.add_event_handler(slow)
+    inf.add_event_handler(Recorder())
+    r = Running(inf)
+    r.fifo.replace([pod(f"p{i}", str(i)) for i in range(50)], "50")
+    assert slow.entered.wait(WAIT)
+    r.drain()
+    during = {t.name for t in threading.enumerate()} - before
+    assert {
+        "informer-drainme-handler-1",
+        "informer-drainme-handler-2",
+        "informer-drainme-reflector",
+        "test-informer-run",
+    } <= during
+    stopper = threading.Thread(target=r.stop, daemon=True)
+    stopper.start()
+    threading.Event().wait(0.05)
+    assert stopper.is_alive()  # run() waits for the stuck handler to drain its queue
+    slow.release.set()
+    stopper.join(WAIT)
+    assert inf.is_stopped()
+    assert len(slow.events) == 50  # everything queued was delivered before run returned
+    assert {t.name for t in threading.enumerate()} - before == set()
+
+
+def test_mutation_detector_catches_a_handler_editing_the_cache(make) -> None:
+    failures: list[str] = []
+    clock = FakeClock()
+    inf, _ = make(
+        start=False, detect_mutations=True, mutation_failure_func=failures.append, clock=clock
+    )
+    inf.add_event_handler(
+        ResourceEventHandlerFuncs(on_add=lambda o: o["metadata"].setdefault("labels", {}))
+    )
+    r = Running(inf)
+    r.fifo.replace([pod("a", "1")], "1")
+    r.drain()
+    r.stop()  # the detector compares one last time on stop
+    assert failures == ["cache pods modified: ns/a"]
+
+
+def test_handle_deltas_failure_is_logged_with_the_key(make, caplog) -> None:
+    def boom(obj):
+        if obj["metadata"]["name"] == "bad":
+            raise ValueError("no index for you")
+        return [""]
+
+    inf, r = make(indexers={"x": boom})
+    rec = Recorder()
+    inf.add_event_handler(rec)
+    with caplog.at_level(logging.ERROR, logger="informers.shared_informer"):
+        r.fifo.replace([pod("bad", "1"), pod("good", "2")], "2")
+        r.drain()
+    assert rec.wait_for(1) == [("add", "good", "2", True)]
+    assert inf.has_synced()
+    assert "failed to apply the deltas of ns/bad" in caplog.records[0].getMessage()
+
+
+# -- end to end through the embedded API server and the official client ------------------------
+
+
+@pytest.fixture
+def server():
+    from informers.testing import ApiServer
+
+    with ApiServer() as srv:
+        yield srv
+
+
+def _server_thread(name: str) -> bool:
+    return name.startswith("informers-testing") or "process_request_thread" in name
+
+
+def _api_pod(name: str, **labels_: str) -> dict:
+    return {
+        "metadata": {"name": name, "labels": dict(labels_)},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+
+
+class ServerInformer:
+    """A real informer (reflector included) on the server's pods, run on a thread."""
+
+    def __init__(self, server, **kw) -> None:
+        self.api = server.api_client()
+        kw.setdefault("name", "pods")
+        self.informer = SharedIndexInformer(ListWatch.from_client(self.api, "pods"), **kw)
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(
+            target=self.informer.run, args=(self.stop_event,), name="test-informer-run",
+            daemon=True,
+        )
+
+    def start(self) -> ServerInformer:
+        self.thread.start()
+        return self
+
+    def wait_synced(self) -> None:
+        from informers.wait import wait_for_cache_sync
+
+        assert wait_for_cache_sync(self.stop_event, self.informer.has_synced, timeout=WAIT)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+        self.api.close()
+
+
+@pytest.fixture
+def server_informer(server):
+    made: list[ServerInformer] = []
+
+    def factory(**kw) -> ServerInformer:
+        si = ServerInformer(server, **kw)
+        made.append(si)
+        return si
+
+    yield factory
+    for si in made:
+        if si.thread.is_alive():
+            si.stop()
+
+
+def test_e2e_create_update_delete_sequence_and_cache(server, server_informer) -> None:
+    from kubernetes import client
+
+    server.create(_api_pod("seed", app="web"), "pods", "default")
+    si = server_informer()
+    rec = Recorder()
+    si.informer.add_event_handler(rec)
+    si.start()
+    si.wait_synced()
+    v1 = client.CoreV1Api(si.api)
+    created = v1.create_namespaced_pod("default", _api_pod("web-1", app="web"))
+    rv_created = created.metadata.resource_version
+    patched = v1.patch_namespaced_pod("web-1", "default", {"metadata": {"labels": {"v": "2"}}})
+    v1.delete_namespaced_pod("seed", "default")
+    events = rec.wait_for(4)
+    seed_rv = events[0][2]
+    assert events == [
+        ("add", "seed", seed_rv, True),
+        ("add", "web-1", rv_created, False),
+        ("update", "web-1", rv_created, patched.metadata.resource_version),
+        ("delete", "seed", events[3][2]),
+    ]
+    store = si.informer.get_store()
+    assert store.list_keys() == ["default/web-1"]
+    cached = store.get_by_key("default/web-1")
+    assert cached["metadata"]["labels"] == {"app": "web", "v": "2"}
+    assert "managedFields" not in cached["metadata"]
+    assert si.informer.last_sync_resource_version() == server.resource_version
+    si.stop()
+
+
+def test_e2e_missed_delete_is_delivered_as_deleted_final_state_unknown(
+    server, server_informer
+) -> None:
+    server.create(_api_pod("a"), "pods", "default")
+    server.create(_api_pod("b"), "pods", "default")
+    si = server_informer()
+    rec = Recorder()
+    si.informer.add_event_handler(rec)
+    si.start()
+    si.wait_synced()
+    assert server.wait_for_watches(1, "pods")
+    server.hang_watches()  # the informer stops hearing anything
+    b = server.get("pods", "default", "b")
+    server.delete("pods", "default", "b")
+    server.compact()  # the delete falls out of the history: resuming the watch answers 410
+    server.drop_watches("pods")  # reconnect -> 410 -> relist without b
+    events = rec.wait_for(3)
+    assert events[2] == ("delete-unknown", "default/b", b["metadata"]["resourceVersion"])
+    assert si.informer.get_store().list_keys() == ["default/a"]
+    si.stop()
+
+
+def test_e2e_late_handler_and_raising_handler(server, server_informer) -> None:
+    from kubernetes import client
+
+    for n in ("a", "b"):
+        server.create(_api_pod(n), "pods", "default")
+    si = server_informer().start()
+    si.wait_synced()
+    failing_calls: list[str] = []
+
+    def failing(obj, is_in_initial_list):
+        failing_calls.append(obj["metadata"]["name"])
+        raise RuntimeError("handler bug")
+
+    si.informer.add_event_handler(ResourceEventHandlerFuncs(on_add=failing))
+    late = Recorder()
+    reg = si.informer.add_event_handler(late)
+    client.CoreV1Api(si.api).create_namespaced_pod("default", _api_pod("c"))
+    events = late.wait_for(3)
+    rvs = {n: server.get("pods", "default", n)["metadata"]["resourceVersion"] for n in "ab"}
+    assert sorted(events[:2]) == [("add", "a", rvs["a"], True), ("add", "b", rvs["b"], True)]
+    assert events[2][:2] == ("add", "c") and events[2][3] is False
+    assert reg.has_synced()
+    for _ in range(1000):
+        if len(failing_calls) == 3:
+            break
+        threading.Event().wait(0.005)
+    assert sorted(failing_calls) == ["a", "b", "c"]
+    si.stop()
+
+
+def test_e2e_resync_replays_the_cache_without_api_calls(server, server_informer) -> None:
+    clock = FakeClock()
+    server.create(_api_pod("a"), "pods", "default")
+    si = server_informer(resync_period=30.0, clock=clock)
+    resyncing, quiet = Recorder(), Recorder()
+    si.informer.add_event_handler(resyncing)
+    si.informer.add_event_handler(quiet, resync_period=0)
+    si.start()
+    si.wait_synced()
+    resyncing.wait_for(1)
+    requests_before = len(server.requests)
+    assert clock.wait_for_waiters(1, WAIT)  # the reflector's resync timer
+    clock.step(30.0)
+    rv = resyncing.events[0][2]
+    assert resyncing.wait_for(2)[1] == ("update", "a", rv, rv)
+    assert quiet.events == [("add", "a", rv, True)]
+    assert len(server.requests) == requests_before
+    si.stop()
+
+
+def test_e2e_transform_once_per_object(server, server_informer) -> None:
+    from kubernetes import client
+
+    calls: list[str] = []
+
+    def transform(obj):
+        calls.append(obj["metadata"]["name"])
+        obj["metadata"].pop("managedFields", None)
+        return obj
+
+    server.create(_api_pod("a"), "pods", "default")
+    si = server_informer(transform=transform)
+    rec = Recorder()
+    si.informer.add_event_handler(rec)
+    si.start()
+    si.wait_synced()
+    v1 = client.CoreV1Api(si.api)
+    v1.create_namespaced_pod("default", _api_pod("b"))
+    v1.patch_namespaced_pod("b", "default", {"metadata": {"labels": {"x": "y"}}})
+    v1.delete_namespaced_pod("a", "default")
+    rec.wait_for(4)
+    assert calls == ["a", "b", "b", "a"]
+    si.stop()
+
+
+def test_e2e_stop_joins_every_thread(server, server_informer) -> None:
+    before = {t.name for t in threading.enumerate()}
+    server.create(_api_pod("a"), "pods", "default")
+    si = server_informer(name="joined")
+    si.informer.add_event_handler(Recorder())
+    si.start()
+    si.wait_synced()
+    during = {t.name for t in threading.enumerate()} - before
+    assert "informer-joined-handler-1" in during
+    assert "informer-joined-reflector" in during
+    si.stop()
+    assert si.informer.is_stopped()
+    left = {t.name for t in threading.enumerate()} - before
+    # only the embedded server's own connection threads may remain
+    assert {n for n in left if not _server_thread(n)} == set()
+
+
+# -- garbage collector around the initial sync ------------------------------------------------
+
+
+def test_gc_paused_during_initial_processing_then_frozen(make) -> None:
+    import gc
+
+    from informers.gc_pause import gc_pause_depth
+
+    gc.unfreeze()
+    enabled_while_indexing: list[bool] = []
+
+    def index(obj):  # index functions run on the process loop, as each delta is applied
+        enabled_while_indexing.append(gc.isenabled())
+        return [""]
+
+    try:
+        inf, r = make(indexers={"spy": index})
+        r.fifo.replace([pod("a", "1"), pod("b", "2"), pod("c", "3")], "3")
+        r.drain()
+        assert inf.has_synced()
+        for _ in range(1000):
+            if gc_pause_depth() == 0:
+                break
+            threading.Event().wait(0.001)
+        assert gc_pause_depth() == 0 and gc.isenabled()
+        assert gc.get_freeze_count() > 0
+        assert enabled_while_indexing == [False, False, False]
+        r.fifo.add(pod("d", "4"))  # after the initial sync the collector runs as usual
+        r.drain()
+        assert enabled_while_indexing[-1] is True
+    finally:
+        gc.unfreeze()
+
+
+def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(make) -> None:
+    import gc
+
+    from informers.gc_pause import gc_pause_depth
+
+    gc.unfreeze()
+    inf, r = make(gc_freeze=False)
+    r.fifo.replace([], "1")  # empty: nothing to process, the pause ends inside replace
+    assert gc_pause_depth() == 0 and gc.isenabled()
+    assert inf.has_synced()
+    _, r2 = make(gc_freeze=False)
+    r2.fifo.replace([pod("a", "1")], "1")
+    r2.drain()
+    for _ in range(1000):
+        if gc_pause_depth() == 0:
+            break
+        threading.Event().wait(0.001)
+    assert gc_pause_depth() == 0 and gc.isenabled()
+    assert gc.get_freeze_count() == 0
