@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## docs: the API reference (pdoc), in build/docs/index.html.
+docs: $(STAMP)
+	$(BIN)/pdoc -d google -o build/docs informers informers.controller informers.events informers.leaderelection informers.testing informers.workqueue controllers
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,7 @@
 """Benchmarks the pod informer (initial sync, watch throughput, memory) against same-run baselines.
 
 Run ``python -m benchmarks.bench_informer`` (10,000 pods and 10,000 events, about 30 s, most of
-it the official client's informer) or add ``--quick`` (2,000 pods and 5,000 events, about 12 s).
+it the official client's informer) or add ``--quick`` (2,000 pods and 5,000 events, about 10 s).
 The embedded API server runs in its own process (:mod:`benchmarks.server_process`), seeded
 with realistic pods (:func:`benchmarks.pods.make_pod`, about 7 KB of JSON each with two
 managedFields entries) in 10 namespaces, and is reached over plain HTTP on loopback. Every
@@ -28,15 +28,17 @@ c. Memory: the RSS growth of the synced child (measured after ``gc.collect()``),
    pod, beside the pod's JSON size in the list response. Goal: at most 3x.
 
 ``--profile`` runs one more child under a sampling profiler (every thread) and prints the top
-functions of the sync and of the watch burst.
+lines and functions of the sync and of the watch burst.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import json
 import os
+import selectors
 import subprocess
 import sys
 import threading
@@ -52,6 +54,7 @@ from benchmarks.server_process import ServerProcess
 
 LIST_QUERY = "resourceVersion=0&limit=500"  # what the reflector's first list sends
 POLL = 0.002  # seconds between has_synced() checks in the child
+CHILD_TIMEOUT = 120.0  # seconds a child waits for a sync or a burst before giving up
 
 
 def rss_bytes() -> int:
@@ -97,10 +100,10 @@ class Sampler:
 
     def _run(self) -> None:
         me = threading.get_ident()
-        names = {}
+        names: dict[int | None, str] = {}
         while not self._stop.wait(self.interval):
-            for thread in threading.enumerate():
-                names[thread.ident] = thread.name
+            for t in threading.enumerate():
+                names[t.ident] = t.name
             for ident, frame in sys._current_frames().items():
                 if ident == me:
                     continue
@@ -170,6 +173,10 @@ def child_informer(url: str, token: str, pods: int, profile: bool) -> int:
     start = clock()
     factory.start()
     while not informer.has_synced():
+        if clock() - start > CHILD_TIMEOUT:
+            faulthandler.dump_traceback(sys.stderr)
+            _emit({"error": f"not synced after {CHILD_TIMEOUT} s: {informer.reflector_metrics()}"})
+            os._exit(1)
         time.sleep(POLL)
     synced = clock() - start
     if profiles is not None:
@@ -188,7 +195,8 @@ def child_informer(url: str, token: str, pods: int, profile: bool) -> int:
         if profiles is not None:
             profiles.start()
         _emit({"ready": True})
-        if not done.wait(120):
+        if not done.wait(CHILD_TIMEOUT):
+            faulthandler.dump_traceback(sys.stderr)
             _emit({"error": f"saw {state['seen']} of {state['target']} updates"})
             break
         seconds = state["last"] - state["first"]
@@ -217,7 +225,7 @@ def child_official(url: str, token: str, pods: int) -> int:
     informer.add_event_handler(ADDED, on_added)
     start = time.perf_counter()
     informer.start()
-    ok = done.wait(600)
+    ok = done.wait(CHILD_TIMEOUT * 5)
     seconds = time.perf_counter() - start
     _emit({"synced": seconds, "ok": ok, "cached": len(informer.cache.list_keys())})
     os._exit(0)  # its watch thread blocks in a read; nothing to clean up for a benchmark
@@ -231,8 +239,13 @@ def spawn(mode: str, server: ServerProcess, profile: bool = False) -> subprocess
     return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def read_json(process: subprocess.Popen[str]) -> dict[str, Any]:
+def read_json(process: subprocess.Popen[str], timeout: float = CHILD_TIMEOUT * 6) -> dict[str, Any]:
     assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            process.kill()
+            raise RuntimeError(f"benchmark child silent for {timeout} s; killed")
     line = process.stdout.readline()
     if not line:
         process.wait()

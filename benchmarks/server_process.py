@@ -21,9 +21,13 @@ serves, then answers each command line on stdin with one JSON line:
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
+import selectors
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from itertools import count
 from typing import IO, Any
@@ -61,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=100_000,
                         help="watch events kept (must cover seeding plus every patch burst)")
     args = parser.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stacks on demand, for hangs
     server = ApiServer(history_limit=args.history)
     seed(server, args.pods, args.namespaces)
     rounds = count()
@@ -95,10 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class ServerProcess:
-    """Starts ``python -m benchmarks.server_process`` and talks to it (a context manager)."""
+    """Starts ``python -m benchmarks.server_process`` and talks to it (a context manager).
 
-    def __init__(self, pods: int, history: int = 100_000) -> None:
+    Every answer is awaited at most ``timeout`` seconds; then the process prints its thread
+    stacks (SIGUSR1) and is killed.
+    """
+
+    def __init__(self, pods: int, history: int = 100_000, timeout: float = 300.0) -> None:
         self.pods = pods
+        self.timeout = timeout
         self.process = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.server_process", "--pods", str(pods),
              "--history", str(history)],
@@ -111,6 +121,13 @@ class ServerProcess:
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            if not selector.select(self.timeout):
+                self.process.send_signal(signal.SIGUSR1)  # its thread stacks, on stderr
+                time.sleep(1.0)
+                self.process.kill()
+                raise RuntimeError(f"the benchmark API server did not answer in {self.timeout} s")
         line = self.process.stdout.readline()
         if not line:
             self.process.kill()

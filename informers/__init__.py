@@ -9,7 +9,7 @@ from informers import fields, labels
 from informers.backoff import Backoff
 from informers.clock import REAL_CLOCK, Clock, FakeClock, RealClock
 from informers.controller import Controller, Result, TerminalError
-from informers.decoder import decode, decode_event
+from informers.decoder import decode, decode_event, strip_managed_fields_bytes
 from informers.delta_fifo import (
     Delta,
     DeltaFIFO,
@@ -66,6 +66,7 @@ from informers.keys import (
 )
 from informers.leaderelection import LeaderElector, LeaseLock
 from informers.list_watch import (
+    CancelToken,
     ListOptions,
     ListPager,
     ListResult,
@@ -103,6 +104,7 @@ __all__ = [
     "Backoff",
     "CacheMutationDetector",
     "CacheMutationError",
+    "CancelToken",
     "Clock",
     "Controller",
     "DeletedFinalStateUnknown",
@@ -183,6 +185,7 @@ __all__ = [
     "meta_namespace_key_func",
     "split_meta_namespace_key",
     "strip_managed_fields",
+    "strip_managed_fields_bytes",
     "wait_for_cache_sync",
     "wait_for_named_cache_sync",
 ]

@@ -365,7 +365,7 @@ class DeltaFIFO:
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         """Queued keys, in pop order."""
         with self._lock:
             return list(self._queue)

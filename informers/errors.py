@@ -12,7 +12,9 @@ from typing import Any
 __all__ = [
     "AlreadyStartedError",
     "CacheMutationError",
+    "ControlPlaneError",
     "FIFOClosedError",
+    "GoMissingError",
     "IndexConflictError",
     "IndexFuncError",
     "IndexNotFoundError",
@@ -329,3 +331,12 @@ def is_connection_refused(err: BaseException | None) -> bool:
 class PatchError(InformersError, ValueError):
     """A JSON patch (RFC 6902) or merge patch (RFC 7386) that cannot be applied: a bad
     operation, a missing path, a failed ``test``. The message names the operation and path."""
+
+
+class ControlPlaneError(InformersError, RuntimeError):
+    """The real control plane of the tests (:mod:`informers.testing.control_plane`) could not
+    be built, started or probed; the message quotes the log."""
+
+
+class GoMissingError(ControlPlaneError):
+    """The control plane binaries are not built and there is no ``go`` command to build them."""

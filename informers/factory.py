@@ -34,9 +34,10 @@ __all__ = ["GenericInformer", "SharedInformerFactory"]
 
 logger = logging.getLogger(__name__)
 
-_LINK_POLL = 0.1
-"""Real seconds between checks of a caller's stop event by the factory's link thread (only
-bounds how fast a set stop event is noticed; no timing behaviour depends on it)."""
+_STOP_POLL = 0.1
+"""Real seconds between the stop watcher's checks of the callers' stop events: how late a set
+event may be noticed (client-go's ``WaitForCacheSync`` polls at the same period). Nothing else
+waits for it: :meth:`SharedInformerFactory.shutdown` wakes the watcher at once."""
 
 ResourceRef = Resource | str | tuple[str, str, str]
 
@@ -229,8 +230,15 @@ class SharedInformerFactory:
     * :meth:`shutdown` stops every informer (it does not need the caller's stop event to be
       set, unlike client-go) and joins every thread the factory started; it can be called
       any number of times, concurrently. Informers stop in parallel; each stops its reflector
-      first, then lets its handlers drain their queues (a handler that never returns blocks
-      shutdown).
+      first (aborting the list or watch request in flight), then lets its handlers drain
+      their queues (a handler that never returns blocks shutdown).
+    * **Stop events.** Each informer runs on a stop event of its own, set by
+      :meth:`shutdown`, or when the event given to :meth:`start` is set: that one is noticed
+      by the factory's one watcher thread (``informer-factory-stop-watch``, running only while
+      such an event is pending) within 0.1 s. It polls because a thread blocked on the
+      caller's event could be woken by nothing but setting that event (not the factory's to
+      set), so :meth:`shutdown` could not join it; between checks it waits on the factory's
+      own shutdown event, so :meth:`shutdown` ends it at once.
     * Thread-safe.
 
     Args:
@@ -240,7 +248,8 @@ class SharedInformerFactory:
         tweak_list_options: changes the options of every list and watch
             (client-go ``WithTweakListOptions``).
         transform: applied once to every incoming object of every informer; default
-            :func:`~informers.shared_informer.strip_managed_fields`; ``None``: none.
+            :func:`~informers.shared_informer.strip_managed_fields` (then managedFields are
+            not even decoded); ``None``: none.
         clock: for every informer.
         custom_resync: resync period per resource (a :class:`Resource`, ``"pods"`` or
             ``"deployments.apps"``), overriding ``resync_period`` (``WithCustomResyncConfig``).
@@ -275,7 +284,9 @@ class SharedInformerFactory:
         self._resources: dict[_GVR, Resource] = {}
         self._started: set[_GVR] = set()
         self._threads: list[threading.Thread] = []
-        self._stops: dict[int, threading.Event] = {}  # id(caller's event) -> informers' event
+        self._stops: dict[_GVR, threading.Event] = {}  # each started informer's stop event
+        self._watched: list[tuple[threading.Event, threading.Event]] = []  # (caller's, ours)
+        self._watcher: threading.Thread | None = None
         self._shutdown = threading.Event()
         self._shutting_down = False
         self._owns_client = False
@@ -430,30 +441,6 @@ class SharedInformerFactory:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _stop_for(self, stop_event: threading.Event | None) -> threading.Event:
-        """The event informers started with ``stop_event`` run on (lock held)."""
-        if stop_event is None:
-            return self._shutdown
-        linked = self._stops.get(id(stop_event))
-        if linked is None:
-            linked = threading.Event()
-            self._stops[id(stop_event)] = linked
-            link = threading.Thread(
-                target=self._link,
-                args=(stop_event, linked),
-                name="informer-factory-stop-link",
-                daemon=True,
-            )
-            self._threads.append(link)
-            link.start()
-        return linked
-
-    def _link(self, stop_event: threading.Event, linked: threading.Event) -> None:
-        """Set ``linked`` when the caller's ``stop_event`` or shutdown is set."""
-        while not linked.is_set():
-            if REAL_CLOCK.wait_event(stop_event, _LINK_POLL) or self._shutdown.is_set():
-                linked.set()
-
     def start(self, stop_event: threading.Event | None = None) -> None:
         """Start every informer not started yet, each on its own daemon thread.
 
@@ -466,19 +453,48 @@ class SharedInformerFactory:
         with self._lock:
             if self._shutting_down:
                 return
-            stop = self._stop_for(stop_event)
             for key, inf in self._informers.items():
                 if key in self._started:
                     continue
                 self._started.add(key)
+                own = threading.Event()
+                self._stops[key] = own
+                if stop_event is not None:
+                    if stop_event.is_set():
+                        own.set()
+                    else:
+                        self._watched.append((stop_event, own))
                 thread = threading.Thread(
                     target=inf.run,
-                    args=(stop,),
+                    args=(own,),
                     name=f"informer-{inf.name}",
                     daemon=True,
                 )
                 self._threads.append(thread)
                 thread.start()
+            if self._watched and self._watcher is None:
+                self._watcher = threading.Thread(
+                    target=self._watch_stop_events,
+                    name="informer-factory-stop-watch",
+                    daemon=True,
+                )
+                self._threads.append(self._watcher)
+                self._watcher.start()
+
+    def _watch_stop_events(self) -> None:
+        """The watcher thread: stop the informers whose caller's event is set; end when none
+        is left to watch or at shutdown."""
+        while True:
+            with self._lock:
+                self._watched = [(c, o) for c, o in self._watched if not o.is_set()]
+                if not self._watched or self._shutting_down:
+                    self._watcher = None
+                    return
+                watched = list(self._watched)
+            for caller, own in watched:
+                if caller.is_set():
+                    own.set()
+            REAL_CLOCK.wait_event(self._shutdown, _STOP_POLL)
 
     def wait_for_cache_sync(
         self, stop_event: threading.Event | None = None, timeout: float | None = None
@@ -508,9 +524,9 @@ class SharedInformerFactory:
         with self._lock:
             self._shutting_down = True
             threads = list(self._threads)
-            linked = list(self._stops.values())
-        self._shutdown.set()
-        for event in linked:
+            stops = list(self._stops.values())
+        self._shutdown.set()  # also wakes the stop watcher
+        for event in stops:
             event.set()
         for thread in threads:
             thread.join()

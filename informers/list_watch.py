@@ -2,8 +2,8 @@
 
 This is client-go's ``cache.ListWatch`` plus the part of its REST client an informer needs:
 
-* :class:`ListOptions`, :class:`ListResult`, :class:`WatchEvent` and the :class:`WatchStream`
-  protocol are the types shared by the reflector and every ListWatch;
+* :class:`ListOptions`, :class:`ListResult`, :class:`WatchEvent`, the :class:`WatchStream`
+  protocol and :class:`CancelToken` are the types shared by the reflector and every ListWatch;
 * :class:`ListWatch` wraps a list function and a watch function (hand-made ones in tests), and
   :meth:`ListWatch.from_client` / :meth:`ListWatch.for_resource` build both on the official
   ``kubernetes`` client's ``ApiClient`` (its configuration, authentication, TLS and connection
@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from informers.errors import is_expired
 from informers.resources import Resource, lookup
+
+if TYPE_CHECKING:
+    from informers.raw_client import ClientListWatch
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -33,6 +37,7 @@ __all__ = [
     "DEFAULT_WATCH_READ_TIMEOUT",
     "WATCH_EVENT_TYPES",
     "WATCH_READ_TIMEOUT_MARGIN",
+    "CancelToken",
     "ListOptions",
     "ListPager",
     "ListResult",
@@ -70,8 +75,12 @@ WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERRO
 class ListOptions:
     """Query options of one list or watch request (client-go ``metav1.ListOptions``).
 
-    ``None``, ``""``, ``0`` and ``False`` values are not sent. ``read_timeout`` is client-side
-    only: the socket read timeout for this request (``None``: the ListWatch's default).
+    ``None``, ``""``, ``0`` and ``False`` values are not sent. Two fields are client-side only:
+    ``read_timeout``, the socket read timeout for this request (``None``: the ListWatch's
+    default), and ``cancel``, a :class:`CancelToken` that aborts the request when cancelled
+    (the role of client-go's request context). The reflector passes one with every list and
+    watch and cancels it on stop; a list or watch function that ignores it delays the
+    reflector's stop until it returns.
     """
 
     resource_version: str | None = None
@@ -84,6 +93,7 @@ class ListOptions:
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None
     read_timeout: float | None = None
+    cancel: CancelToken | None = None
 
     def to_query(self, watch: bool = False) -> list[tuple[str, str]]:
         """The URL query parameters, in a stable order (``watch=true`` first for a watch)."""
@@ -147,6 +157,72 @@ class WatchStream(Protocol):
     def close(self) -> None: ...
 
 
+class CancelToken:
+    """Lets one thread abort another thread's blocking request (Go's context cancellation,
+    narrowed to what a ListWatch needs).
+
+    The thread making a request registers, with :meth:`on_cancel`, a callback that aborts it
+    (typically: shut its socket down, so a blocked read returns at once) and removes it when
+    the request is over. :meth:`cancel` marks the token and calls each registered callback
+    once, on the cancelling thread; a callback registered after :meth:`cancel` is called at
+    once, on the registering thread. A token is never reset.
+
+    Thread-safe. Callbacks must be quick and must not block; one that raises is logged.
+    """
+
+    __slots__ = ("_callbacks", "_cancelled", "_lock", "_next")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+
+    def is_cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Mark the token cancelled and call every registered callback (idempotent)."""
+        with self._lock:
+            self._cancelled = True
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            _call(callback)
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], bool]:
+        """Register ``callback``; return a function that unregisters it.
+
+        The returned function returns ``True`` if the callback was removed before being
+        called, ``False`` if it has been called (or is being called right now, on another
+        thread): then whatever it aborts must not be reused.
+        """
+        with self._lock:
+            if not self._cancelled:
+                key = self._next
+                self._next += 1
+                self._callbacks[key] = callback
+
+                def remove() -> bool:
+                    with self._lock:
+                        return self._callbacks.pop(key, None) is not None
+
+                return remove
+        _call(callback)
+        return _already_called
+
+
+def _call(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception:
+        logger.exception("cancel callback %r failed", callback)
+
+
+def _already_called() -> bool:
+    return False
+
+
 ListFunc = Callable[[ListOptions], ListResult]
 WatchFunc = Callable[[ListOptions], WatchStream]
 TweakFunc = Callable[[ListOptions], None]
@@ -162,6 +238,8 @@ class ListWatch:
         resource: what it lists, or ``None`` for a hand-made ListWatch.
     """
 
+    _client: ClientListWatch | None = None  # set by from_client
+
     def __init__(
         self,
         list_func: ListFunc,
@@ -172,6 +250,39 @@ class ListWatch:
         self._list_func = list_func
         self._watch_func = watch_func
         self.resource = resource
+
+    @property
+    def drop_managed_fields(self) -> bool:
+        """Whether listed and watched objects come without ``metadata.managedFields``, never
+        decoded (see :meth:`from_client`). Always ``False`` for a hand-made ListWatch."""
+        return self._client is not None and self._client.drop_managed_fields
+
+    @property
+    def supports_drop_managed_fields(self) -> bool:
+        """Whether :meth:`with_drop_managed_fields` can switch the option on: only a ListWatch
+        of :meth:`from_client` or :meth:`for_resource` decodes the bytes itself."""
+        return self._client is not None
+
+    def with_drop_managed_fields(self, drop: bool = True) -> ListWatch:
+        """A copy of this ListWatch with the ``drop_managed_fields`` option set; this one is
+        left as it is (it may be shared).
+
+        Raises:
+            ValueError: ``drop`` for a hand-made ListWatch (see
+                :attr:`supports_drop_managed_fields`).
+        """
+        client = self._client
+        if client is None:
+            if drop:
+                raise ValueError(f"{self!r} decodes no bytes: it cannot drop managedFields")
+            return self
+        return self._of_client(client.with_drop_managed_fields(drop))
+
+    @classmethod
+    def _of_client(cls, client: ClientListWatch) -> ListWatch:
+        lw = cls(client.list, client.watch, resource=client.resource)
+        lw._client = client
+        return lw
 
     def list(self, options: ListOptions) -> ListResult:
         """One list request. Raises StatusError or ApiConnectionError."""
@@ -196,6 +307,7 @@ class ListWatch:
         *,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         list_read_timeout: float = DEFAULT_LIST_READ_TIMEOUT,
+        drop_managed_fields: bool = False,
     ) -> ListWatch:
         """A ListWatch over HTTP for a built-in (or explicitly described) resource.
 
@@ -211,6 +323,13 @@ class ListWatch:
             tweak: called with a copy of the options of every list and watch.
             connect_timeout: seconds to establish a connection.
             list_read_timeout: seconds a list may wait for the next bytes of its answer.
+            drop_managed_fields: leave ``metadata.managedFields`` out of every listed item and
+                watched object, without decoding it where possible (the server's
+                bookkeeping of who set which field, about 40 % of a typical pod's JSON):
+                measured on 7 KB pods, a list decodes in 35-50 % less time and the cached
+                objects take 45 % less memory. The objects are otherwise exactly as decoded
+                in full (:func:`informers.decoder.decode`). A SharedIndexInformer switches it
+                on by itself when its transform is the default one, which drops them anyway.
 
         Raises:
             KeyError: an unknown resource name.
@@ -220,9 +339,9 @@ class ListWatch:
         res = resource if isinstance(resource, Resource) else lookup(resource)
         client = ClientListWatch(
             api_client, res, namespace or None, field_selector, label_selector, tweak,
-            connect_timeout, list_read_timeout,
+            connect_timeout, list_read_timeout, drop_managed_fields,
         )
-        return cls(client.list, client.watch, resource=res)
+        return cls._of_client(client)
 
     @classmethod
     def for_resource(
@@ -240,13 +359,15 @@ class ListWatch:
         namespaced: bool | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         list_read_timeout: float = DEFAULT_LIST_READ_TIMEOUT,
+        drop_managed_fields: bool = False,
     ) -> ListWatch:
         """A ListWatch for any resource, custom ones included.
 
         The kind and scope come from ``kind``/``namespaced`` when given, else from the built-in
         table, else from the server's discovery document (``GET /apis/<group>/<version>``).
         If discovery fails, a warning is logged and the resource is taken as namespaced with an
-        unknown kind (``""``, which disables the reflector's kind check).
+        unknown kind (``""``, which disables the reflector's kind check). The other arguments
+        are :meth:`from_client`'s.
         """
         from informers.raw_client import discover
 
@@ -266,6 +387,7 @@ class ListWatch:
         return cls.from_client(
             api_client, res, namespace, field_selector, label_selector, tweak,
             connect_timeout=connect_timeout, list_read_timeout=list_read_timeout,
+            drop_managed_fields=drop_managed_fields,
         )
 
 

@@ -8,6 +8,7 @@ resource; the typed accessors (:meth:`Lister.pods`, :meth:`Lister.deployments`, 
 
 from __future__ import annotations
 
+import builtins
 import logging
 from typing import Any
 
@@ -69,7 +70,7 @@ class Lister:
         self.indexer = indexer
         self.resource = resource
 
-    def list(self, selector: SelectorLike = labels.EVERYTHING) -> list[Any]:
+    def list(self, selector: SelectorLike = labels.EVERYTHING) -> builtins.list[Any]:
         """Every cached object whose labels match ``selector`` (client-go ``ListAll``).
 
         :data:`~informers.labels.NOTHING` returns ``[]`` at once; the empty selector returns
@@ -172,7 +173,7 @@ class NamespaceLister:
         self.resource = resource
         self.namespace = namespace
 
-    def list(self, selector: SelectorLike = labels.EVERYTHING) -> list[Any]:
+    def list(self, selector: SelectorLike = labels.EVERYTHING) -> builtins.list[Any]:
         """The namespace's cached objects whose labels match ``selector``."""
         sel = _selector(selector)
         if labels.matches_nothing(sel):

@@ -34,6 +34,7 @@ from informers.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
+from informers.leaderelection import MetricsProvider as LeaderElectionMetricsProvider
 from informers.signals import SignalHandler
 
 __all__ = [
@@ -153,6 +154,12 @@ class Manager:
         factory: the informer factory; ``None`` creates one on ``api_client`` (with
             ``clock``); with neither, the manager runs no informers.
         leader_election: how to elect a leader; ``None`` runs every runnable at once.
+        leader_election_metrics_provider: where the elector's metrics go
+            (``leader_election_master_status``, ``leader_election_slowpath_total``), e.g.
+            ``informers.leaderelection.PrometheusMetricsProvider(metrics_registry)``;
+            ``None`` for the process-wide provider
+            (:func:`informers.leaderelection.set_provider`, a no-op by default, as client-go).
+            Ignored without ``leader_election``.
         health_address: where to serve ``/metrics``, ``/healthz`` and ``/readyz``, e.g.
             ``":8080"`` or ``"127.0.0.1:0"``; ``None`` or ``"0"`` (controller-runtime's
             "disabled") serves nothing.
@@ -173,6 +180,7 @@ class Manager:
         *,
         factory: SharedInformerFactory | None = None,
         leader_election: LeaderElectionConfig | None = None,
+        leader_election_metrics_provider: LeaderElectionMetricsProvider | None = None,
         health_address: str | None = None,
         metrics_registry: Any = None,
         clock: Clock = REAL_CLOCK,
@@ -235,6 +243,7 @@ class Manager:
                 release_on_cancel=cfg.release_on_cancel,
                 name=cfg.lease_name,
                 clock=clock,
+                metrics_provider=leader_election_metrics_provider,
             )
             if self.health_server is not None:
                 elector = self.elector

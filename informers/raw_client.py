@@ -10,6 +10,12 @@ client's model objects:
 * an HTTP error answer raises :class:`~informers.errors.StatusError` built from the
   ``metav1.Status`` body (``Retry-After`` honoured); no answer at all (refused, reset, timed
   out) raises :class:`~informers.errors.ApiConnectionError`.
+* a request whose :class:`~informers.list_watch.ListOptions` carry a ``cancel`` token is
+  aborted when the token is cancelled, whether it waits for the answer's headers or reads its
+  body: the connection's socket is shut down and the call raises ``ApiConnectionError``
+  ("cancelled"). Establishing the connection is not abortable (the connect timeout bounds
+  it); neither is a request through an HTTP proxy or with urllib3 1.x (its read timeout
+  bounds each wait).
 
 urllib3 retries configured on the ``ApiClient`` (and the client's own ``client_go_retries``)
 are bypassed (``retries=False``): a refused connection or a 429 must reach the reflector, which
@@ -18,12 +24,14 @@ has client-go's rules for them.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import errno
+import http.client
 import logging
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -39,6 +47,7 @@ from informers.list_watch import (
     DEFAULT_WATCH_READ_TIMEOUT,
     WATCH_EVENT_TYPES,
     WATCH_READ_TIMEOUT_MARGIN,
+    CancelToken,
     ListOptions,
     ListResult,
     TweakFunc,
@@ -112,31 +121,180 @@ class _Transport:
         return client.configuration.host + path, headers
 
     def get(self, path: str, query: list[tuple[str, str]], read_timeout: float | None,
-            what: str) -> Any:
-        """Send the GET; return the urllib3 response (status 200, body not yet read)."""
+            what: str, cancel: CancelToken | None = None) -> _Call:
+        """Send the GET; return the call (status 200, body not yet read).
+
+        With ``cancel``, cancelling the token aborts the request at any point after the
+        connection is established: waiting for the answer's headers or reading its body (see
+        the module docstring for the exceptions). A token already cancelled sends nothing.
+        """
         import urllib3
 
         url, headers = self._url_and_headers(path)
         if query:
             url += "?" + urlencode(query)
-        pool = self.api_client.rest_client.pool_manager
         timeout = urllib3.Timeout(connect=self.connect_timeout, read=read_timeout)
+        if cancel is not None and cancel.is_cancelled():
+            raise _cancelled(what)
         try:
-            resp = pool.request(
-                "GET", url, headers=headers, timeout=timeout, preload_content=False,
-                retries=False, redirect=False,
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            call = self._send(url, headers, timeout, cancel)
+        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as exc:
+            if cancel is not None and cancel.is_cancelled():
+                raise _cancelled(what) from exc
             raise _connection_error(exc, what) from exc
+        resp = call.response
         if resp.status == 200:
-            return resp
+            return call
+        read = False
         try:
             body = resp.read()
-        except (urllib3.exceptions.HTTPError, OSError):
+            read = True
+        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException):
             body = b""
         finally:
-            resp.release_conn()
+            call.release(reuse=read)
         raise _status_error(resp.status, body, _retry_after(resp.headers))
+
+    def _send(self, url: str, headers: dict[str, str], timeout: Any,
+              cancel: CancelToken | None) -> _Call:
+        import urllib3
+
+        pool = self.api_client.rest_client.pool_manager
+        if cancel is not None and int(urllib3.__version__.split(".", 1)[0]) >= 2:
+            conn_pool = pool.connection_from_url(url)
+            if getattr(conn_pool, "proxy", None) is None:
+                return _send_cancellable(conn_pool, url, headers, timeout, cancel)
+        # Without a token, through an HTTP proxy, or with urllib3 1.x: the pool manager's own
+        # request, which cannot be aborted (its read timeout bounds it). Its response returns
+        # the connection to the pool by itself once the body is read, so no callback may
+        # hold the socket while the body is read: it could be another request's by then.
+        resp = pool.request(
+            "GET", url, headers=headers, timeout=timeout, preload_content=False,
+            retries=False, redirect=False,
+        )
+        return _Call(resp, cancel, None)
+
+
+def _send_cancellable(conn_pool: Any, url: str, headers: dict[str, str], timeout: Any,
+                      cancel: CancelToken) -> _Call:
+    """Send a GET on a connection of ``conn_pool`` whose socket ``cancel`` can shut down.
+
+    The steps of urllib3's ``HTTPConnectionPool.urlopen`` without retries, redirects and
+    proxies, made by hand so that the connection is known before the request is sent:
+    ``urlopen`` picks it internally and gives no way to reach it until the headers arrived.
+    The response does not release the connection by itself (``response_conn=None``):
+    :meth:`_Call.release` does, after unregistering the callback, so the callback can never
+    shut down the socket of a connection that went back to the pool.
+    """
+    from urllib3.util import Retry, parse_url
+
+    conn = conn_pool._get_conn()
+    unregister: Callable[[], bool] | None = None
+    try:
+        conn.timeout = timeout.connect_timeout
+        if conn.is_closed:
+            conn.connect()
+        sock = conn.sock
+        unregister = cancel.on_cancel(lambda: _shutdown_socket(sock))
+        resp = conn_pool._make_request(
+            conn, "GET", parse_url(url).request_uri, timeout=timeout, headers=headers,
+            retries=Retry.from_int(False), response_conn=None, preload_content=False,
+            decode_content=True,
+        )
+    except BaseException:
+        if unregister is not None:
+            unregister()
+        conn.close()  # never reuse a connection in an unknown state
+        conn_pool._put_conn(None)  # give its slot back, as urlopen does
+        raise
+    return _Call(resp, cancel, unregister, conn, conn_pool)
+
+
+class _Call:
+    """A GET whose answer is being read: the urllib3 response and, for a request made with a
+    CancelToken, its registration there (the callback shuts the connection's socket down) and
+    the connection it owns until :meth:`release`.
+
+    One thread uses it; the token's callback may run on another.
+    """
+
+    __slots__ = ("_cancel", "_conn", "_conn_pool", "_released", "_unregister", "response")
+
+    def __init__(self, response: Any, cancel: CancelToken | None,
+                 unregister: Callable[[], bool] | None, conn: Any = None,
+                 conn_pool: Any = None) -> None:
+        self.response = response
+        self._cancel = cancel
+        self._unregister = unregister
+        self._conn = conn  # None: the response releases its connection itself
+        self._conn_pool = conn_pool
+        self._released = False
+
+    def detach(self) -> bool:
+        """Unregister from the token. ``False`` if its callback ran: the socket is shut down."""
+        unregister, self._unregister = self._unregister, None
+        return unregister() if unregister is not None else True
+
+    def error(self, exc: BaseException, what: str) -> ApiConnectionError:
+        """The error to raise for ``exc``, met while reading the answer."""
+        if self._cancel is not None and self._cancel.is_cancelled():
+            return _cancelled(what)
+        return _connection_error(exc, what)
+
+    def release(self, reuse: bool) -> None:
+        """Detach, then give the connection back to the pool; it is closed first unless
+        ``reuse`` (the body was read in full) and the token's callback never touched it.
+        Idempotent."""
+        if not self.detach():
+            reuse = False
+        if self._released:
+            return
+        self._released = True
+        resp, conn = self.response, self._conn
+        try:
+            if conn is None:
+                if not reuse:
+                    resp.close()
+                resp.release_conn()
+            elif reuse:
+                self._conn_pool._put_conn(conn)
+            else:
+                resp.close()
+                conn.close()  # never reuse a half-read or shut-down connection
+                self._conn_pool._put_conn(None)
+        except Exception:  # releasing must never raise into the caller
+            logger.debug("error releasing a connection", exc_info=True)
+
+
+def _cancelled(what: str) -> ApiConnectionError:
+    return ApiConnectionError(f"{what}: cancelled")
+
+
+def _shutdown_socket(sock: Any) -> None:
+    """Shut ``sock`` down (bypassing ``SSLSocket.shutdown``, which would drop its TLS state
+    under a reader) so that a thread blocked reading it returns at once."""
+    if sock is None:
+        return
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except (OSError, TypeError):
+        pass
+
+
+def _shutdown_response(resp: Any) -> None:
+    """Shut the socket of a urllib3 response down so a reader blocked in ``recv`` returns."""
+    shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3: made for this
+    if shutdown is not None:
+        try:
+            shutdown()
+            return
+        except (ValueError, RuntimeError, OSError):
+            pass
+    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    if sock is None:  # a "Connection: close" response owns the socket through its file
+        raw = getattr(getattr(getattr(resp, "_fp", None), "fp", None), "raw", None)
+        sock = getattr(raw, "_sock", None)
+    _shutdown_socket(sock)
 
 
 def _status_error(code: int, body: bytes, retry_after: float | None) -> StatusError:
@@ -152,9 +310,9 @@ def _status_error(code: int, body: bytes, retry_after: float | None) -> StatusEr
     return StatusError.from_code(code, text, retry_after)
 
 
-def _list_result(body: bytes, what: str) -> ListResult:
+def _list_result(body: bytes, what: str, drop_managed_fields: bool = False) -> ListResult:
     try:
-        doc = decode(body)
+        doc = decode(body, drop_managed_fields=drop_managed_fields)
     except ValueError as exc:
         raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
     if not isinstance(doc, dict):
@@ -185,11 +343,13 @@ def discover(api_client: Any, group: str, version: str, plural: str,
     path = f"/apis/{group}/{version}" if group else f"/api/{version}"
     what = f"discovery of {plural}.{group}/{version}"
     try:
-        resp = _Transport(api_client, connect_timeout).get(path, [], read_timeout, what)
+        call = _Transport(api_client, connect_timeout).get(path, [], read_timeout, what)
+        read = False
         try:
-            doc = decode(resp.read())
+            doc = decode(call.response.read())
+            read = True
         finally:
-            resp.release_conn()
+            call.release(reuse=read)
         for entry in doc.get("resources") or []:
             if isinstance(entry, dict) and entry.get("name") == plural:
                 return str(entry.get("kind") or ""), bool(entry.get("namespaced", True))
@@ -202,7 +362,11 @@ def discover(api_client: Any, group: str, version: str, plural: str,
 
 
 class ClientListWatch:
-    """The list and watch functions of :meth:`ListWatch.from_client`."""
+    """The list and watch functions of :meth:`ListWatch.from_client`.
+
+    With ``drop_managed_fields``, list bodies and watch lines are decoded without
+    ``metadata.managedFields`` (:func:`informers.decoder.decode`'s option of that name).
+    """
 
     def __init__(
         self,
@@ -214,8 +378,10 @@ class ClientListWatch:
         tweak: TweakFunc | None,
         connect_timeout: float,
         list_read_timeout: float,
+        drop_managed_fields: bool = False,
     ) -> None:
         self.transport = _Transport(api_client, connect_timeout)
+        self.drop_managed_fields = drop_managed_fields
         self.resource = resource
         self.path = resource.path(namespace)
         self.field_selector = field_selector
@@ -224,6 +390,12 @@ class ClientListWatch:
         self.list_read_timeout = list_read_timeout
         self.what = str(resource) + (f" in {namespace}" if namespace and resource.namespaced
                                      else "")
+
+    def with_drop_managed_fields(self, drop: bool) -> ClientListWatch:
+        """A copy with ``drop_managed_fields`` set (sharing the transport)."""
+        clone = copy.copy(self)
+        clone.drop_managed_fields = drop
+        return clone
 
     def _options(self, options: ListOptions) -> ListOptions:
         opts = dataclasses.replace(options)
@@ -241,16 +413,18 @@ class ClientListWatch:
         opts = self._options(options)
         read_timeout = opts.read_timeout or self.list_read_timeout
         what = f"list {self.what}"
-        resp = self.transport.get(self.path, opts.to_query(watch=False), read_timeout, what)
+        call = self.transport.get(self.path, opts.to_query(watch=False), read_timeout, what,
+                                  opts.cancel)
+        read = False
         try:
-            body = resp.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            resp.close()
-            raise _connection_error(exc, what) from exc
+            body = call.response.read()
+            read = True
+        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as exc:
+            raise call.error(exc, what) from exc
         finally:
-            resp.release_conn()
+            call.release(reuse=read)
         with gc_paused():
-            return _list_result(body, what)
+            return _list_result(body, what, self.drop_managed_fields)
 
     def watch(self, options: ListOptions) -> HttpWatchStream:
         opts = self._options(options)
@@ -261,8 +435,14 @@ class ClientListWatch:
         else:
             read_timeout = DEFAULT_WATCH_READ_TIMEOUT
         what = f"watch {self.what} at rv={opts.resource_version or '(latest)'}"
-        resp = self.transport.get(self.path, opts.to_query(watch=True), read_timeout, what)
-        return HttpWatchStream(resp, what)
+        call = self.transport.get(self.path, opts.to_query(watch=True), read_timeout, what,
+                                  opts.cancel)
+        # From here on the stream's close() aborts it (the reflector closes it on stop).
+        if not call.detach():
+            call.release(reuse=False)
+            raise _cancelled(what)
+        return HttpWatchStream(call.response, what, release=call.release,
+                               drop_managed_fields=self.drop_managed_fields)
 
 
 class HttpWatchStream:
@@ -280,6 +460,14 @@ class HttpWatchStream:
     Thread safety: iterate from one thread; :meth:`close` from any thread. ``iter()`` always
     returns the same iterator, so iteration can be resumed.
 
+    Args:
+        response: a urllib3 response with status 200 whose body was not read yet.
+        description: what is watched, for logs and errors.
+        release: called once with ``reuse`` (the body ended cleanly) to hand the connection
+            back; default: the response's own ``close``/``release_conn``.
+        drop_managed_fields: decode each event's object without ``metadata.managedFields``
+            (:func:`informers.decoder.decode_event`).
+
     Attributes:
         description: what is watched, for logs.
         error: why the stream ended early, or ``None``.
@@ -288,8 +476,12 @@ class HttpWatchStream:
         unknown_events: events of unknown types skipped.
     """
 
-    def __init__(self, response: Any, description: str = "watch") -> None:
+    def __init__(self, response: Any, description: str = "watch", *,
+                 release: Callable[[bool], None] | None = None,
+                 drop_managed_fields: bool = False) -> None:
         self._resp = response
+        self._drop_managed_fields = drop_managed_fields
+        self._release_fn = release
         self.description = description
         self._lock = threading.Lock()
         self._closed = False
@@ -326,36 +518,18 @@ class HttpWatchStream:
             self._closed = True
             reading = self._reading
         if reading:
-            self._shutdown_socket()  # the reader releases the response on its way out
+            _shutdown_response(self._resp)  # the reader releases the response on its way out
         else:
             self._release(reuse=False)
-
-    def _shutdown_socket(self) -> None:
-        """Shut the socket down so a reader blocked in ``recv`` returns at once."""
-        resp = self._resp
-        shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3: made for this
-        if shutdown is not None:
-            try:
-                shutdown()
-                return
-            except (ValueError, RuntimeError, OSError):
-                pass
-        sock = getattr(getattr(resp, "connection", None), "sock", None)
-        if sock is None:  # a "Connection: close" response owns the socket through its file
-            raw = getattr(getattr(getattr(resp, "_fp", None), "fp", None), "raw", None)
-            sock = getattr(raw, "_sock", None)
-        if sock is None:
-            return
-        try:
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def _release(self, reuse: bool) -> None:
         with self._lock:
             if self._released:
                 return
             self._released = True
+        if self._release_fn is not None:
+            self._release_fn(reuse)
+            return
         resp = self._resp
         try:
             if not reuse:
@@ -377,7 +551,7 @@ class HttpWatchStream:
 
     def _event(self, line: bytes) -> WatchEvent | None:
         try:
-            etype, obj = decode_event(line)
+            etype, obj = decode_event(line, drop_managed_fields=self._drop_managed_fields)
         except WatchDecodeError as exc:
             self.decode_errors += 1
             logger.warning("%s: skipping undecodable watch line (%d bytes, starts %r): %s",

@@ -34,13 +34,20 @@ backoff wait) and returns the next state. ``run`` is the loop around it. The sta
     Entering ``BACKOFF_RELIST`` ends a list-and-watch cycle (client-go's ``ListAndWatch``
     returned): client-go waits a backoff step after *every* such return, successful or not.
 ``STOPPED``
-    The stop event was set; ``run`` returns.
+    The reflector was halted; the worker ends.
 
-Threads: ``run`` executes the states on the caller's thread. Besides it, a stopper thread waits
-for the stop event and then closes the open watch stream and wakes any wait, so ``run`` returns
-promptly; each list runs on a short-lived thread so that a stop does not wait for a slow list
-(that thread is abandoned on stop and ends with its request, bounded by the read timeout); and
-while watching, a resync thread calls ``store.resync()`` every ``resync_period``.
+Threads: the thread that calls ``run(stop)`` only waits for ``stop``: it is the one thread that
+waits on the caller's event, so a BaseException that interrupts it (KeyboardInterrupt) leaves
+nothing behind. The states run on a worker thread (``reflector-<name>``), which waits only on
+the reflector's own events; while watching, a resync thread (``reflector-<name>-resync``) calls
+``store.resync()`` every ``resync_period``. When ``run``'s wait ends, it halts the worker in
+this order: set the halt event (backoff waits end), cancel the :class:`CancelToken` passed with
+every list and watch request (a request waiting for its answer or reading it is aborted), close
+the open watch stream, halt the resync thread; then it joins the worker, which joins the resync
+thread. So ``run`` returns only when every thread it started has ended, within the time a
+store call in progress takes, or at worst a connect timeout (30 s by default) if a connection
+is being established (see :mod:`informers.raw_client`). A list or watch function that ignores
+its ``cancel`` token delays this until it returns.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ from informers.gc_pause import gc_paused
 from informers.keys import deletion_handling_meta_namespace_key_func
 from informers.list_watch import (
     DEFAULT_PAGE_SIZE,
+    CancelToken,
     ListOptions,
     ListPager,
     ListResult,
@@ -130,7 +138,9 @@ class ReflectorMetrics:
     """Counters of one reflector, written by its thread only (reads may be a moment stale).
 
     ``lists_total`` counts list operations (a paginated list is one; the immediate retry at
-    "" after a 410 is another), ``watches_total`` watch requests (streaming ones included).
+    "" after a 410 is another), ``watches_total`` watch requests (streaming ones included),
+    ``events_total`` the watch events read from streams, except ERROR events and those
+    skipped for a wrong kind or a non-object.
     """
 
     lists_total: int = 0
@@ -172,9 +182,6 @@ class _TempStore:
         self.items.pop(deletion_handling_meta_namespace_key_func(obj), None)
 
 
-_STOPPED = object()  # result of an interrupted list
-
-
 class Reflector:
     """Lists and watches one resource into ``store``, following client-go's rules.
 
@@ -187,8 +194,13 @@ class Reflector:
     * **Versions.** :meth:`last_sync_resource_version` is "" before the first sync, then the
       version of the last list or event applied; it never goes back except to restart from a
       list. It is thread-safe.
-    * ``run(stop)`` blocks until ``stop`` is set and never raises; errors go to
-      ``watch_error_handler`` (list-and-watch failures) or the log (watch ends).
+    * ``run(stop)`` blocks until ``stop`` is set, then stops and joins every thread it
+      started (see the module docstring) before it returns. Errors go to
+      ``watch_error_handler`` (list-and-watch failures) or the log (watch ends); an
+      unexpected Exception is logged and followed by a relist. It raises only a
+      BaseException: one interrupting its wait (after the same clean-up), or one that ended
+      the worker thread (logged at once, raised when ``stop`` is set).
+    * One ``run`` at a time.
 
     Args:
         list_watch: the ListWatch to use.
@@ -269,10 +281,11 @@ class Reflector:
         self._rv_unavailable = False
         self._paginated_result = False
 
-        self._lock = threading.Lock()  # guards the fields below (shared with the stopper)
-        self._stop = threading.Event()
+        self._lock = threading.Lock()  # guards the fields below (shared with run()'s thread)
+        self._halt = threading.Event()  # set when run() stops the worker
+        self._cancel = CancelToken()  # passed with every request; cancelled with _halt
+        self._fatal: BaseException | None = None
         self._stream: WatchStream | None = None
-        self._waits: set[threading.Event] = set()
         self._cycle_halt: threading.Event | None = None
         self._resync_thread: threading.Thread | None = None
         self._resync_error: BaseException | None = None
@@ -318,24 +331,52 @@ class Reflector:
     # -- running ---------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """List and watch until ``stop`` is set; close everything and return. Never raises."""
+        """List and watch until ``stop`` is set; stop and join every thread; return.
+
+        The calling thread only waits for ``stop``; the work runs on a worker thread. See the
+        class contract for what it raises.
+        """
+        if stop.is_set():
+            return
+        halt = threading.Event()
+        cancel = CancelToken()
+        with self._lock:
+            self._halt = halt
+            self._cancel = cancel
+            self._fatal = None
         logger.debug("%s: starting reflector for %s (resync %.3gs)", self.name,
                      self.type_description, self.resync_period)
-        self._stop = stop
-        stopper = threading.Thread(target=self._stopper, args=(stop,),
-                                   name=f"reflector-{self.name}-stopper", daemon=True)
-        stopper.start()
+        worker = threading.Thread(target=self._work, args=(halt,), name=f"reflector-{self.name}",
+                                  daemon=True)
+        try:
+            worker.start()
+            self._clock.wait_event(stop, None)
+        finally:
+            self._halt_worker(halt, cancel)
+            try:
+                worker.join()
+            except RuntimeError:  # interrupted before it started: it exits at once
+                pass
+            logger.debug("%s: stopped reflector for %s", self.name, self.type_description)
+        fatal, self._fatal = self._fatal, None
+        if fatal is not None:
+            raise fatal
+
+    def _work(self, halt: threading.Event) -> None:
+        """The worker thread: run the states until halted."""
         state = ReflectorState.STREAM if self.use_watch_list else ReflectorState.LIST
         try:
-            while state is not ReflectorState.STOPPED:
-                if stop.is_set():
-                    break
+            while state is not ReflectorState.STOPPED and not halt.is_set():
                 try:
                     state = self.step(state)
                 except Exception as exc:  # a bug or a misbehaving store/ListWatch: keep going
                     logger.exception("%s: unexpected error in state %s", self.name, state.name)
                     self._note_error(exc)
                     state = ReflectorState.BACKOFF_RELIST
+        except BaseException as exc:  # not ours to swallow: run() raises it once stopped
+            logger.critical("%s: reflector of %s stopped by %r; it does nothing more until "
+                            "stopped", self.name, self.type_description, exc, exc_info=True)
+            self._fatal = exc
         finally:
             self._end_cycle()
             with self._lock:
@@ -344,26 +385,24 @@ class Reflector:
             for s in (stream, pending[0] if pending else None):
                 if s is not None:
                     s.close()
-            if stop.is_set():  # else (a BaseException) the daemon stopper waits for stop
-                stopper.join()
-            logger.debug("%s: stopped reflector for %s", self.name, self.type_description)
 
-    def _stopper(self, stop: threading.Event) -> None:
-        self._clock.wait_event(stop, None)
+    def _halt_worker(self, halt: threading.Event, cancel: CancelToken) -> None:
+        """Make the worker stop soon: end its waits, abort its request, close its stream."""
+        halt.set()
+        cancel.cancel()
         with self._lock:
             stream = self._stream
-            waits = list(self._waits)
-            halt = self._cycle_halt
-        for ev in waits:
-            ev.set()
-        if halt is not None:
-            halt.set()
-        if stream is not None:
-            stream.close()
+            pending = self._pending_stream
+            cycle_halt = self._cycle_halt
+        if cycle_halt is not None:
+            cycle_halt.set()
+        for s in (stream, pending[0] if pending else None):
+            if s is not None:
+                s.close()
 
     def step(self, state: ReflectorState) -> ReflectorState:
         """Do the work of ``state`` once and return the next state."""
-        if self._stop.is_set():
+        if self._halt.is_set():
             return ReflectorState.STOPPED
         if state is ReflectorState.LIST:
             return self._step_list()
@@ -387,7 +426,7 @@ class Reflector:
         if retry_after is not None and retry_after > delay:
             delay = retry_after
         self.last_backoff = delay
-        if self._clock.sleep(delay, self._stop):
+        if self._clock.sleep(delay, self._halt):
             return ReflectorState.STOPPED
         return nxt
 
@@ -423,7 +462,7 @@ class Reflector:
         pager = ListPager(self.list_watch.list, self._page_size_for(rv))
         self.metrics.lists_total += 1
         try:
-            return pager.list(ListOptions(resource_version=rv or None))
+            return pager.list(ListOptions(resource_version=rv or None, cancel=self._cancel))
         except Exception as exc:
             if not (is_expired(exc) or is_too_large_resource_version(exc)):
                 raise
@@ -431,51 +470,22 @@ class Reflector:
                         self.name, rv, exc)
             self._set_rv_unavailable(True)
             self.metrics.lists_total += 1
-            return pager.list(ListOptions(resource_version=self.relist_resource_version() or None))
-
-    def _interruptible(self, fn: Callable[[], Any], what: str) -> Any:
-        """Run ``fn`` on a helper thread; return its result, or ``_STOPPED`` on stop."""
-        done = threading.Event()
-        box: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                box["result"] = fn()
-            except BaseException as exc:  # handed to the caller's thread
-                box["error"] = exc
-            finally:
-                done.set()
-
-        with self._lock:
-            self._waits.add(done)
-        thread = threading.Thread(target=target, name=f"reflector-{self.name}-{what}", daemon=True)
-        thread.start()
-        try:
-            if self._stop.is_set():
-                return _STOPPED
-            self._clock.wait_event(done, None)
-        finally:
-            with self._lock:
-                self._waits.discard(done)
-        if "error" in box:
-            raise box["error"]
-        if "result" not in box:
-            return _STOPPED
-        thread.join()
-        return box["result"]
+            return pager.list(ListOptions(resource_version=self.relist_resource_version() or None,
+                                          cancel=self._cancel))
 
     def _step_list(self) -> ReflectorState:
         rv = self.relist_resource_version()
         with gc_paused():
             try:
-                got = self._interruptible(lambda: self._list_all(rv), "list")
+                result, paginated = self._list_all(rv)
             except Exception as exc:
+                if self._halt.is_set():  # aborted by run() (or failed just as it stopped)
+                    return ReflectorState.STOPPED
                 self.metrics.list_errors_total += 1
                 self._handle_error(exc)
                 return ReflectorState.BACKOFF_RELIST
-            if got is _STOPPED:
+            if self._halt.is_set():  # a list that ended as run() stopped is not applied
                 return ReflectorState.STOPPED
-            result, paginated = got
             if rv == "0" and paginated:
                 self._paginated_result = True
             self._set_rv_unavailable(False)
@@ -494,10 +504,10 @@ class Reflector:
     # -- watch -----------------------------------------------------------------------------------
 
     def _set_stream(self, stream: WatchStream | None) -> bool:
-        """Register the open stream for the stopper; False (and close it) if stopping."""
+        """Register the open stream for run()'s thread; False (and close it) if halted."""
         with self._lock:
             self._stream = stream
-        if stream is not None and self._stop.is_set():
+        if stream is not None and self._halt.is_set():
             stream.close()
             return False
         return True
@@ -516,6 +526,7 @@ class Reflector:
                 timeout_seconds=self._watch_timeout(),
                 allow_watch_bookmarks=True,
                 read_timeout=self.read_timeout,
+                cancel=self._cancel,
             )
             # A watch from ""/"0" starts with synthetic ADDED events in no version order:
             # do not move the version until another kind of event arrives (client-go v0.36).
@@ -524,7 +535,7 @@ class Reflector:
             try:
                 stream = self.list_watch.watch(options)
             except Exception as exc:
-                if self._stop.is_set():
+                if self._halt.is_set():
                     return ReflectorState.STOPPED
                 self.metrics.watch_errors_total += 1
                 if is_connection_refused(exc) or is_too_many_requests(exc):
@@ -541,7 +552,7 @@ class Reflector:
         finally:
             self._set_stream(None)
             stream.close()
-        if self._stop.is_set():
+        if self._halt.is_set():
             return ReflectorState.STOPPED
         with self._lock:
             resync_error, self._resync_error = self._resync_error, None
@@ -580,7 +591,7 @@ class Reflector:
         own = store is self.store
         add, update, delete = store.add, store.update, store.delete
         expected_kind = self.expected_kind
-        stop = self._stop
+        stop = self._halt
         besides_added = False
         end_seen = False
         last_rv = ""
@@ -603,6 +614,7 @@ class Reflector:
             etype = event.type
             obj = event.object
             if etype == "ERROR":
+                self.metrics.events_total += count
                 return StatusError(obj if isinstance(obj, dict) else {}), end_seen, last_rv
             if not isinstance(obj, dict):
                 logger.error("%s: unable to understand watch event %s: object is a %s",
@@ -666,6 +678,7 @@ class Reflector:
             allow_watch_bookmarks=True,
             timeout_seconds=self._watch_timeout(),
             read_timeout=self.read_timeout,
+            cancel=self._cancel,
         )
         start = self._clock.now()
         self.metrics.watches_total += 1
@@ -682,7 +695,7 @@ class Reflector:
             with gc_paused():
                 err, end_seen, bookmark_rv = self._consume(it, start, False, temp,
                                                            exit_on_end=True)
-                if self._stop.is_set():
+                if self._halt.is_set():
                     return ReflectorState.STOPPED
                 if err is None and end_seen:
                     self._set_rv_unavailable(False)
@@ -711,7 +724,7 @@ class Reflector:
         return self._stream_failed(err)
 
     def _stream_failed(self, exc: BaseException) -> ReflectorState:
-        if self._stop.is_set():
+        if self._halt.is_set():
             return ReflectorState.STOPPED
         self.metrics.watch_errors_total += 1
         self._note_error(exc)
@@ -737,7 +750,7 @@ class Reflector:
         with self._lock:
             self._cycle_halt = halt
             self._resync_thread = thread
-        if self._stop.is_set():
+        if self._halt.is_set():
             halt.set()
         thread.start()
 

@@ -17,7 +17,7 @@ from typing import Any
 from informers.clock import REAL_CLOCK, Clock
 from informers.delta_fifo import DeltaFIFO, Deltas, DeltaType, TransformFunc
 from informers.errors import FIFOClosedError, InformerStartedError, InformerStoppedError
-from informers.gc_pause import gc_paused
+from informers.gc_pause import gc_paused, release_free_memory
 from informers.handlers import ResourceEventHandler
 from informers.indexer import Indexer
 from informers.keys import Indexers, deletion_handling_meta_namespace_key_func
@@ -34,6 +34,7 @@ from informers.reflector import Reflector, ReflectorMetrics
 from informers.shared_processor import SharedProcessor
 
 __all__ = [
+    "FULL_COLLECTION_THRESHOLD",
     "MINIMUM_RESYNC_PERIOD",
     "ResourceEventHandlerRegistration",
     "SharedIndexInformer",
@@ -44,6 +45,12 @@ logger = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
 """Seconds; smaller handler periods are raised to it (client-go ``minimumResyncPeriod``)."""
+
+FULL_COLLECTION_THRESHOLD = 100
+"""The least third threshold of CPython's collector (``gc.set_threshold``) after an
+informer's ``gc.freeze()``: a full collection per 100 generation-1 collections instead of 10
+(CPython's default); see ``gc_freeze`` of :class:`SharedIndexInformer`. Measured with 10,000
+cached 7 KB pods: 4.3-5.9k watch events/s at 10, 8-10.6k at 100."""
 
 _DELETED = DeltaType.DELETED
 
@@ -92,8 +99,15 @@ class _InitialSyncGC:
     generation-0 collection traverses every object just decoded (all still "young"): about
     0.3 s for 10,000 pods. With ``freeze``, the objects alive at the end are moved to the
     permanent generation (``gc.freeze()``, while still paused), so later collections never
-    traverse the initial cache again (reference/perf-anchors.md section 8, item 2). Thread-safe;
-    every method is idempotent after :meth:`done`.
+    traverse the initial cache again (reference/perf-anchors.md section 8, item 2), and the
+    collector's third threshold is raised to at least :data:`FULL_COLLECTION_THRESHOLD`
+    (process-wide): frozen objects no longer count in the "long-lived total" that normally
+    spaces full collections out (a full collection runs only when the objects that survived
+    since the last one exceed 25 % of it), so at CPython's default (10) watch events that
+    replace cached objects trigger full collections again and again, each traversing every
+    object decoded since the freeze: 6 of them, 0.95 s of 2.4 s, in a burst of 10,000
+    MODIFIED 7 KB pods (``benchmarks/bench_informer.py``). Thread-safe; every method is
+    idempotent after :meth:`done`.
     """
 
     def __init__(self, name: str, freeze: bool) -> None:
@@ -123,6 +137,10 @@ class _InitialSyncGC:
             try:
                 if freeze and self._freeze:
                     gc.freeze()
+                    first, second, third = gc.get_threshold()
+                    if third < FULL_COLLECTION_THRESHOLD:
+                        gc.set_threshold(first, second, FULL_COLLECTION_THRESHOLD)
+                    release_free_memory()
                     logger.debug("%s: initial cache frozen out of the cyclic GC", self._name)
             finally:
                 pause.__exit__(None, None, None)
@@ -208,13 +226,26 @@ class SharedIndexInformer:
       last resync tick (client-go ``OnUpdate``/``distribute``); every other notification goes to
       every handler.
     * **Transform** (default :func:`strip_managed_fields`) runs exactly once per incoming
-      object, when the FIFO queues it; never on resync ``Sync`` deltas or tombstones.
+      object, when the FIFO queues it; never on resync ``Sync`` deltas or tombstones. With
+      the default (or :func:`strip_managed_fields` itself) and a ListWatch that supports it
+      (one of :meth:`ListWatch.from_client <informers.list_watch.ListWatch.from_client>`),
+      the reflector gets a copy of the ListWatch with ``drop_managed_fields`` on, so the
+      managedFields are never even decoded (about half the decode time and memory of a
+      pod); the objects are the same. Any other transform sees the objects exactly as sent.
+    * **Garbage collector** (``gc_freeze``, default on): process-wide, the first sync ends
+      with ``gc.freeze()`` and a third collection threshold of at least 100 (see the
+      argument).
     * **Thread safety.** Every public method may be called from any thread.
       :meth:`add_event_handler` blocks delta processing briefly while it queues a late
       handler's synthetic adds.
     * **Lifecycle.** :meth:`run` once; it blocks until ``stop_event`` is set, then stops the
-      reflector and process loop, lets every listener deliver what it has queued, and joins
-      every thread it started before returning. A handler that never returns blocks that.
+      reflector (aborting its list or watch request) and the process loop, lets every
+      listener deliver what it has queued, and joins every thread it started before
+      returning. A handler that never returns blocks that. The calling thread only waits for
+      ``stop_event``; a BaseException interrupting it (KeyboardInterrupt) gets the same
+      clean-up before it propagates. Threads: the reflector's (``reflector-<name>``, and
+      ``-resync``), the process loop (``informer-<name>-process``), one per handler
+      (``informer-<name>-handler-<n>``), and the mutation detector's if enabled.
 
     Args:
         list_watch: lists and watches the resource.
@@ -224,7 +255,8 @@ class SharedIndexInformer:
         indexers: extra indices (name -> function) on the cache.
         clock: for the reflector, resync bookkeeping and the mutation detector.
         transform: applied once to each incoming object; ``None`` for none. Default:
-            :func:`strip_managed_fields`.
+            :func:`strip_managed_fields` (then the managedFields are not even decoded, see
+            the contract).
         name: for thread names and logs; default: the resource's ``group_resource``.
         detect_mutations: keep deep copies of cached objects and compare them (debug);
             ``None``: the ``KUBE_CACHE_MUTATION_DETECTOR`` environment variable decides.
@@ -232,8 +264,13 @@ class SharedIndexInformer:
         gc_freeze: once the first list has been processed (with the cyclic GC paused from its
             decode to the end of its processing), move every live object to the GC's
             permanent generation (``gc.freeze()``), so collections never traverse the initial
-            cache again. Process-wide: cyclic garbage that exists at that moment is never
-            collected (``gc.unfreeze()`` undoes it). ``False`` only resumes the collector.
+            cache again, and raise the collector's third threshold to at least
+            :data:`FULL_COLLECTION_THRESHOLD` (100), so that full collections stay rare while
+            watch events replace cached objects. Both are process-wide: cyclic garbage that
+            exists at the freeze is never collected (``gc.unfreeze()`` undoes it), and later
+            cyclic garbage that survives two collections waits for a full collection, now run
+            up to 10 times less often (``gc.set_threshold`` undoes it). ``False`` does
+            neither and only resumes the collector.
         **reflector_options: passed to :class:`~informers.reflector.Reflector` (``page_size``,
             ``min_watch_timeout``, ``backoff``, ``use_watch_list``, ``read_timeout``, ...).
     """
@@ -465,6 +502,16 @@ class SharedIndexInformer:
 
     # -- running -------------------------------------------------------------------------------
 
+    def _reflector_list_watch(self) -> ListWatch:
+        """The ListWatch for the reflector: with the default transform, which drops
+        managedFields anyway, a copy that never decodes them (when it can)."""
+        lw = self._list_watch
+        if (self._transform is strip_managed_fields
+                and getattr(lw, "supports_drop_managed_fields", False)
+                and not lw.drop_managed_fields):
+            return lw.with_drop_managed_fields(True)
+        return lw
+
     def _new_reflector(self, fifo: DeltaFIFO) -> Reflector:
         options = dict(self._reflector_options)
         if self._watch_error_handler is not None:
@@ -472,7 +519,7 @@ class SharedIndexInformer:
         if self._resource is not None and "expected_kind" not in options and self._resource.kind:
             options["expected_kind"] = self._resource.kind
         return Reflector(
-            self._list_watch,
+            self._reflector_list_watch(),
             fifo,
             name=self.name,
             resync_period=self._resync_check_period,
@@ -519,23 +566,24 @@ class SharedIndexInformer:
             )
             detector_thread.start()
         self._processor.run()
-
-        def run_reflector() -> None:
-            try:
-                reflector.run(stop_event)
-            finally:
-                fifo.close()
-
-        reflector_thread = threading.Thread(
-            target=run_reflector, name=f"informer-{self.name}-reflector", daemon=True
+        process_halt = threading.Event()
+        process_thread = threading.Thread(
+            target=self._process_loop,
+            args=(fifo, process_halt, initial_gc),
+            name=f"informer-{self.name}-process",
+            daemon=True,
         )
-        reflector_thread.start()
+        process_thread.start()
         try:
-            self._process_loop(fifo, stop_event, initial_gc)
+            # This thread waits for stop_event; the reflector's own threads list and watch.
+            reflector.run(stop_event)
         finally:
-            initial_gc.done(freeze=False)  # stopped before the initial sync: just resume
+            # The reflector has stopped writing the FIFO: stop the process loop without
+            # draining the FIFO, then the listeners (which deliver what they have queued).
+            process_halt.set()
             fifo.close()
-            reflector_thread.join()
+            process_thread.join()
+            initial_gc.done(freeze=False)  # stopped before the initial sync: just resume
             with self._started_lock:
                 self._stopped = True
             self._processor.stop()
@@ -544,16 +592,17 @@ class SharedIndexInformer:
                 detector_thread.join()
 
     def _process_loop(
-        self, fifo: DeltaFIFO, stop: threading.Event, initial_gc: _InitialSyncGC
+        self, fifo: DeltaFIFO, halt: threading.Event, initial_gc: _InitialSyncGC
     ) -> None:
-        """Pop and apply deltas until the FIFO is closed or ``stop`` is set.
+        """Pop and apply deltas until ``halt`` is set or the FIFO is closed and empty (the
+        thread ``informer-<name>-process``).
 
         Ends the initial-sync GC pause as soon as the first list has been processed.
         """
         pop = fifo.pop
         handle = self._handle_deltas
         synced = False
-        while not stop.is_set():
+        while not halt.is_set():
             if not synced and fifo.has_synced():  # never turns false again: stop asking
                 synced = True
                 initial_gc.done()

@@ -41,7 +41,7 @@ class UndeltaStore:
 
     def __init__(
         self,
-        push_func: Callable[[list[Any]], object],
+        push_func: Callable[[builtins.list[Any]], object],
         key_func: KeyFunc = meta_namespace_key_func,
     ) -> None:
         self._push = push_func

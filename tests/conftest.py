@@ -33,7 +33,7 @@ def _real_binaries(config):
 def pytest_collection_modifyitems(config, items):
     # Build before the first test: the per-test timeout would cut a first build short.
     marked = [item for item in items if item.get_closest_marker("real_apiserver")]
-    if marked and "skip" in _real_binaries(config):
+    if marked and not config.option.collectonly and "skip" in _real_binaries(config):
         for item in marked:
             item.add_marker(pytest.mark.skip(reason=_real["skip"]))
 
@@ -62,4 +62,53 @@ def real_api_server(request, tmp_path_factory):
     if "error" in state:
         pytest.fail(state["error"], pytrace=False)
     with ControlPlane(state["binaries"], work_dir=tmp_path_factory.mktemp("control-plane")) as cp:
+        _real["plane"] = cp
         yield cp
+        _real.pop("plane")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    # A failed test that used the real control plane shows the tails of its logs.
+    report = yield
+    plane = _real.get("plane")
+    if report.failed and plane is not None and (
+            "real_api_server" in item.fixturenames or item.get_closest_marker("real_apiserver")):
+        for name, text in plane.logs().items():
+            if text:
+                report.sections.append((f"{name} log, last lines ({plane.work_dir})", text))
+    return report
+
+
+# --- server: one embedded API server per test module ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A started informers.testing.ApiServer shared by the tests of one module, stopped after
+    the last; its tests keep apart by the names they use. A module may define its own."""
+    from informers.testing import ApiServer
+
+    with ApiServer() as srv:
+        yield srv
+
+
+# --- any_api_server: the same test against the embedded server and the real one ---------------
+
+
+@pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.real_apiserver)])
+def any_api_server(request):
+    """A tests.servers.TestServer: a fresh embedded ApiServer, or the session's real control
+    plane; either way with a fresh namespace of the test's own (``.namespace``)."""
+    from servers import EmbeddedServer, RealServer
+
+    if request.param == "real":
+        server = RealServer(request.getfixturevalue("real_api_server"))
+    else:
+        from informers.testing import ApiServer
+
+        server = EmbeddedServer(ApiServer().start())
+    try:
+        yield server
+    finally:
+        server.close()

@@ -9,15 +9,8 @@ from kubernetes import client
 
 from informers.api_call import api_call, status_code
 from informers.errors import ApiConnectionError, StatusError
-from informers.testing import ApiServer
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ApiServer() as srv:
-        yield srv
 
 
 @pytest.fixture

@@ -290,13 +290,17 @@ def test_metrics_healthz_and_readyz(tmp_path, api_server):
             'leader_election_master_status{name="endpoint-controller"}': 1.0,
         }
         assert {k: samples.get(k) for k in expected} == expected
-        # One sync created the Endpoints; the echo of that write may cause one more sync
-        # (found unchanged), so the adds and the sync count are at least 1. Pod events
-        # enqueue with add_after, which the queue counts as a retry (as client-go's does)
-        # when the pod's Service is already cached.
+        # Exactly one sync created the Endpoints. The number of "unchanged" syncs is not fixed
+        # here: a pod's initial add may enqueue the Service again after that first sync ran
+        # (upstream does the same). That our own write's echo causes no sync is asserted
+        # deterministically in test_endpoint_controller.py (held writes).
+        assert samples['endpoint_controller_syncs_total{result="created"}'] == 1.0
+        syncs = sum(v for k, v in samples.items()
+                    if k.startswith("endpoint_controller_syncs_total{"))
+        assert samples["endpoint_controller_sync_duration_seconds_count"] == syncs
+        assert samples['endpoint_controller_syncs_total{result="error"}'] == 0.0
         assert samples['workqueue_adds_total{name="endpoint"}'] >= 1.0
         assert samples['workqueue_retries_total{name="endpoint"}'] in (0.0, 1.0)
-        assert samples["endpoint_controller_sync_duration_seconds_count"] >= 1.0
         lines = set(text.splitlines())
         assert any(line.startswith("workqueue_queue_duration_seconds_bucket{") for line in lines)
         assert any(line.startswith("process_cpu_seconds_total ") for line in lines)

@@ -66,7 +66,8 @@ def test_setup_creates_the_services_and_pods(api_server, api_client):
     workload = DemoWorkload(api_client)
     assert workload.setup() == SETUP
     web = api_server.get("services", "default", "web")
-    assert web["spec"] == {"clusterIP": "10.96.0.10", "selector": {"app": "web"},
+    assert web["spec"] == {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+                           "selector": {"app": "web"},
                            "ports": [{"name": "http", "port": 80, "targetPort": 8080,
                                       "protocol": "TCP"}]}
     assert api_server.get("services", "default", "api")["spec"]["ports"][0]["targetPort"] == (

@@ -1,7 +1,8 @@
 """Tests for controllers.endpoint.repack (RepackSubsets, SortSubsets, subset equality).
 
-Expected orders were produced by Go: util.go's algorithm run on mirror types of core/v1 with
-github.com/davecgh/go-spew at the commit Kubernetes vendors (d8f796a), then pinned here.
+Expected orders and hashes were produced by Go: k8s.io/kubernetes v1.36.3
+pkg/api/v1/endpoints RepackSubsets / SortSubsets (FNV-1a 128 over DeepHashObject's spew dump)
+and hash/fnv, then pinned here.
 """
 
 from __future__ import annotations
@@ -34,7 +35,19 @@ P0 = {"name": "port0", "port": 8080, "protocol": "TCP"}
 P1 = {"name": "port1", "port": 8088, "protocol": "TCP"}
 
 
-# -- the Go spew dump and its MD5 (pinned from Go) --------------------------------------------
+# -- the Go spew dump and its FNV-1a 128 (pinned from Go) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [  # Go: hex.EncodeToString(fnv.New128a() after Write(data)).Sum(nil))
+        (b"", "6c62272e07bb014262b821756295c58d"),
+        (b"a", "d228cb696f1a8caf78912b704e4a8964"),
+        (b"foobar", "343e1662793c64bf6f0d3597ba446f18"),
+    ],
+)
+def test_fnv128a_matches_go_hash_fnv(data, expected):
+    assert format(repack._fnv128a(data), "032x") == expected
 
 
 def test_spew_dump_hash_of_subset_matches_go():
@@ -46,10 +59,12 @@ def test_spew_dump_hash_of_subset_matches_go():
         "notReadyAddresses": [{"ip": "10.0.0.2", "hostname": "h"}],
         "ports": [{"name": "port0", "port": 8080, "protocol": "TCP", "appProtocol": "http"}],
     }
-    assert repack._subset_hash(subset).hex() == "aba443edf21e8ac44db30972d7da4743"
-    assert repack._port_hash(subset["ports"][0]).hex() == "93dda5d54b3a028ceb7a82eba7912095"
-    assert repack._subset_hash({"addresses": [{"ip": "fd00::1"}]}).hex() == (
-        "1262a7739fdc265d0cf395c8bd30d5c3"
+    assert format(repack._subset_hash(subset), "032x") == "30ded8632586d66bf316232a66504380"
+    assert format(repack._port_hash(subset["ports"][0]), "032x") == (
+        "b003091a1abb32eb373da34580cdbb95"
+    )
+    assert format(repack._subset_hash({"addresses": [{"ip": "fd00::1"}]}), "032x") == (
+        "2faba91a4d3ac50a4a12936ac5cda230"
     )
 
 
@@ -107,7 +122,7 @@ def test_two_pods_two_ports_become_one_subset_in_go_port_order():
     ])
     assert got == [{
         "addresses": [addr("1.2.3.4", "pod0"), addr("1.2.3.5", "pod1")],
-        "ports": [P0, P1],
+        "ports": [P1, P0],
     }]
 
 
@@ -118,8 +133,8 @@ def test_different_port_sets_give_subsets_in_go_hash_order():
         {"addresses": [addr("10.0.0.2", "b", "u2")], "ports": [P0]},
     ])
     assert got == [
-        {"addresses": [addr("10.0.0.1", "a", "u1"), addr("10.0.0.2", "b", "u2")], "ports": [P0]},
         {"addresses": [addr("10.0.0.1", "a", "u1")], "ports": [P1]},
+        {"addresses": [addr("10.0.0.1", "a", "u1"), addr("10.0.0.2", "b", "u2")], "ports": [P0]},
     ]
 
 
@@ -147,7 +162,9 @@ def test_ports_sorted_by_go_hash_not_by_number():
     ]
     a = addr("10.0.0.1", "a", "u1")
     got = repack_subsets([{"addresses": [a], "ports": [p]} for p in ports])
-    assert got == [{"addresses": [a], "ports": [ports[2], ports[1], ports[0]]}]
+    assert got == [{"addresses": [a], "ports": [ports[0], ports[1], ports[2]]}]
+    got = repack_subsets([{"addresses": [a], "ports": ports[::-1]}])
+    assert got == [{"addresses": [a], "ports": [ports[0], ports[1], ports[2]]}]
 
 
 def test_not_ready_wins_over_ready_for_the_same_port():
@@ -168,7 +185,7 @@ def test_first_occurrence_of_an_address_identity_wins():
     got = repack_subsets(
         [{"addresses": [first], "ports": [P0]}, {"addresses": [later], "ports": [P1]}]
     )
-    assert got == [{"addresses": [first], "ports": [P0, P1]}]
+    assert got == [{"addresses": [first], "ports": [P1, P0]}]
 
 
 def test_same_ip_different_uid_are_two_addresses_sorted_by_uid():
@@ -225,10 +242,10 @@ def test_input_is_not_mutated_and_output_is_order_independent():
 
 def test_sort_subsets_sorts_each_level_and_normalizes():
     subsets = [
-        {"addresses": [addr("10.0.0.2", "b"), addr("10.0.0.1", "a")], "ports": [P1, P0]},
+        {"addresses": [addr("10.0.0.2", "b"), addr("10.0.0.1", "a")], "ports": [P0, P1]},
     ]
     assert sort_subsets(subsets) == [
-        {"addresses": [addr("10.0.0.1", "a"), addr("10.0.0.2", "b")], "ports": [P0, P1]}
+        {"addresses": [addr("10.0.0.1", "a"), addr("10.0.0.2", "b")], "ports": [P1, P0]}
     ]
 
 
@@ -295,3 +312,14 @@ def test_equality_tolerates_malformed_subsets():
     assert not subsets_equal_ignore_resource_version(["junk"], [])
     assert not subsets_equal_ignore_resource_version({"not": "a list"}, [])
     assert subsets_equal_ignore_resource_version([{"addresses": "junk"}], [{}])
+
+
+def test_dump_hashes_are_cached_and_equal_to_the_plain_hash() -> None:
+    from controllers.endpoint import repack
+
+    dump = "(v1.EndpointPort){Name:(string)a Port:(int32)80}"
+    expected = repack._fnv128a(dump.encode())
+    assert repack._dump_hash(dump) == expected
+    assert repack._hash_cache[dump.encode()] == (len(dump), expected)
+    assert repack._dump_hash(dump) == expected  # served from the cache
+    assert repack._hash_cache.maxsize == 16 * 1024 * 1024

@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from controllers.endpoint.subsets import (
+    canonical_ip,
     compute_subsets,
     endpoint_port_from_service_port,
     find_port,
@@ -208,6 +209,28 @@ def test_ip_family_parsing_follows_go():
     assert not is_ipv6_string("garbage") and is_ipv6_string("::1")
 
 
+def test_canonical_ip_is_what_go_net_ip_string_prints():
+    assert canonical_ip("FD00::0A") == "fd00::a"
+    assert canonical_ip("fd00:0010:0244:0000:0000:0000:0000:0010") == "fd00:10:244::10"
+    assert canonical_ip("2001:db8:0:0:1:0:0:1") == "2001:db8::1:0:0:1"  # first longest run
+    assert canonical_ip("fd00:0:1:1:1:1:1:1") == "fd00:0:1:1:1:1:1:1"  # one zero group stays
+    assert canonical_ip("::ffff:10.0.0.1") == "10.0.0.1"
+    assert canonical_ip("010.000.000.001") == "10.0.0.1"
+    assert canonical_ip("10.0.0.1") == "10.0.0.1"
+    assert canonical_ip("fe80::1%eth0") is None
+    assert canonical_ip("junk") is None
+
+
+def test_the_address_ip_is_canonical_as_kube_controller_manager_writes_it():
+    # Found by tests/test_endpoint_differential.py: the real API server accepts pod IPs such as
+    # "fd00:10:244::004a"; kube-controller-manager v1.36 writes "fd00:10:244::4a".
+    pod = make_pod(ips=("10.0.0.1", "FD00:0010:0244::004A"))
+    got = pod_to_endpoint_address(make_service(families=["IPv6"]), pod)
+    assert got["ip"] == "fd00:10:244::4a"
+    subsets = compute_subsets(make_service(families=["IPv6"]), [pod]).subsets
+    assert [a["ip"] for a in subsets[0]["addresses"]] == ["fd00:10:244::4a"]
+
+
 @pytest.mark.parametrize(
     ("hostname", "subdomain", "pod_ns", "expected"),
     [
@@ -336,9 +359,9 @@ def test_named_ports_that_match_and_that_do_not():
     ]
     web = lambda n: {"name": "web", "port": n, "protocol": "TCP"}  # noqa: E731
     metrics = {"name": "metrics", "port": 9100, "protocol": "TCP"}
-    # pinned Go order (md5 of spew dumps)
+    # pinned Go order (FNV-1a 128 of spew dumps, kube-controller-manager v1.36.3)
     assert compute_subsets(svc, pods).subsets == [
-        {"addresses": [address("a", "10.0.0.1")], "ports": [web(8080), metrics]},
+        {"addresses": [address("a", "10.0.0.1")], "ports": [metrics, web(8080)]},
         {"addresses": [address("b", "10.0.0.2")], "ports": [web(8081)]},
     ]
 
@@ -351,8 +374,8 @@ def test_multiple_numeric_ports_pack_into_one_subset():
     pods = [make_pod(f"pod{i}", (f"1.2.3.{4 + i}",), node="") for i in range(3)]
     assert compute_subsets(svc, pods).subsets == [{
         "addresses": [address(f"pod{i}", f"1.2.3.{4 + i}", node="") for i in range(3)],
-        "ports": [{"name": "port0", "port": 8080, "protocol": "TCP"},
-                  {"name": "port1", "port": 8088, "protocol": "TCP"}],
+        "ports": [{"name": "port1", "port": 8088, "protocol": "TCP"},
+                  {"name": "port0", "port": 8080, "protocol": "TCP"}],
     }]
 
 

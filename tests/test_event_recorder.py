@@ -13,7 +13,6 @@ import pytest
 from informers.clock import FakeClock
 from informers.events import EventRecorder, get_reference
 from informers.meta_time import unix_nano
-from informers.testing import ApiServer
 
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 START_NAME_SUFFIX = f"{unix_nano(START):x}"
@@ -26,12 +25,6 @@ class HalfRandom(random.Random):
 
     def random(self):
         return 0.5
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ApiServer() as srv:
-        yield srv
 
 
 @pytest.fixture

@@ -1,8 +1,14 @@
-"""Tests for informers.factory, through the embedded API server and the official client."""
+"""Tests for informers.factory, through an API server and the official client.
+
+Tests of the factory's behaviour over a server run against the embedded server and the real
+kube-apiserver (``any_api_server``; their factories are scoped to the test's namespace); those
+that need the embedded server's delays, request log or custom kinds run against it alone.
+"""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -18,14 +24,28 @@ WAIT = 10.0
 
 
 @pytest.fixture
-def server():
-    with ApiServer() as srv:
-        yield srv
+def server(any_api_server):
+    return any_api_server
 
 
 @pytest.fixture
 def factory(server):
     api = server.api_client()
+    f = SharedInformerFactory(api, namespace=server.namespace)
+    yield f
+    f.shutdown()
+    api.close()
+
+
+@pytest.fixture
+def embedded_server():
+    with ApiServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def embedded_factory(embedded_server):
+    api = embedded_server.api_client()
     f = SharedInformerFactory(api)
     yield f
     f.shutdown()
@@ -73,7 +93,8 @@ def _informer_threads() -> set[str]:
     }
 
 
-def test_one_shared_informer_per_resource(factory) -> None:
+def test_one_shared_informer_per_resource(embedded_factory) -> None:
+    factory = embedded_factory
     pods = factory.core().v1().pods()
     assert isinstance(pods, GenericInformer)
     inf = pods.informer()
@@ -89,7 +110,8 @@ def test_one_shared_informer_per_resource(factory) -> None:
     assert NAMESPACE_INDEX in inf.get_indexer().get_indexers()
 
 
-def test_every_typed_accessor_names_its_resource(factory) -> None:
+def test_every_typed_accessor_names_its_resource(embedded_factory) -> None:
+    factory = embedded_factory
     got = {
         factory.core().v1().pods(): "pods",
         factory.core().v1().services(): "services",
@@ -115,13 +137,14 @@ def test_every_typed_accessor_names_its_resource(factory) -> None:
 
 
 def test_start_sync_list_and_shutdown_join_every_thread(server) -> None:
-    server.create(_pod("web-1", app="web"))
-    server.create(_pod("db-1", app="db"))
-    server.create(_pod("web-1", ns="kube-system", app="web"))
-    server.create(_deployment("front"))
+    ns, other = server.namespace, server.new_namespace()
+    server.create(_pod("web-1", ns, app="web"))
+    server.create(_pod("db-1", ns, app="db"))
+    server.create(_pod("web-1", ns=other, app="web"))
+    server.create(_deployment("front", ns))
     before = _informer_threads()
     api = server.api_client()
-    factory = SharedInformerFactory(api)
+    factory = SharedInformerFactory(api, namespace=ns)
     pods = factory.core().v1().pods()
     deployments = factory.apps().v1().deployments()
     pods.informer()
@@ -140,15 +163,15 @@ def test_start_sync_list_and_shutdown_join_every_thread(server) -> None:
         "pods": True,
     }
     lister = pods.lister()
-    assert sorted(p["metadata"]["name"] for p in lister.pods("default").list()) == [
+    assert sorted(p["metadata"]["name"] for p in lister.pods(ns).list()) == [
         "db-1",
         "web-1",
     ]
-    assert len(lister.list(labels.parse("app=web"))) == 2
-    assert lister.pods("kube-system").get("web-1")["metadata"]["namespace"] == "kube-system"
-    with pytest.raises(NotFoundError, match='pods "default/nope" not found'):
-        lister.pods("default").get("nope")
-    front = deployments.lister().deployments("default").get("front")
+    assert [p["metadata"]["namespace"] for p in lister.list(labels.parse("app=web"))] == [ns]
+    assert lister.pods(other).list() == []  # the factory's namespace only
+    with pytest.raises(NotFoundError, match=f'pods "{ns}/nope" not found'):
+        lister.pods(ns).get("nope")
+    front = deployments.lister().deployments(ns).get("front")
     assert front["spec"]["selector"] == {"matchLabels": {"app": "front"}}
 
     factory.shutdown()
@@ -191,7 +214,7 @@ def test_caller_stop_event_stops_the_informers_it_started(factory, server) -> No
 
 def test_shutdown_concurrently(server) -> None:
     api = server.api_client()
-    factory = SharedInformerFactory(api)
+    factory = SharedInformerFactory(api, namespace=server.namespace)
     factory.core().v1().pods().informer()
     factory.start()
     assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
@@ -206,9 +229,10 @@ def test_shutdown_concurrently(server) -> None:
 
 
 def test_namespace_tweak_transform_and_custom_resync(server) -> None:
-    server.create(_pod("a", app="web"))
-    server.create(_pod("b", app="db"))
-    server.create(_pod("c", ns="kube-system", app="web"))
+    ns, other = server.namespace, server.new_namespace()
+    server.create(_pod("a", ns, app="web"))
+    server.create(_pod("b", ns, app="db"))
+    server.create(_pod("c", ns=other, app="web"))
 
     def tweak(options) -> None:
         options.label_selector = "app=web"
@@ -223,7 +247,7 @@ def test_namespace_tweak_transform_and_custom_resync(server) -> None:
     factory = SharedInformerFactory(
         api,
         resync_period=60.0,
-        namespace="default",
+        namespace=ns,
         tweak_list_options=tweak,
         transform=transform,
         custom_resync={"configmaps": 0.0, lookup("secrets"): 120.0},
@@ -239,25 +263,29 @@ def test_namespace_tweak_transform_and_custom_resync(server) -> None:
         assert pods.informer().resync_check_period == 60.0
         assert factory.core().v1().config_maps().informer().resync_check_period == 0.0
         assert factory.core().v1().secrets().informer().resync_check_period == 120.0
-        lists = server.request_log("list", "pods")
-        assert lists[0].namespace == "default"
-        assert lists[0].query["labelSelector"] == "app=web"
+        if server.embedded is not None:
+            lists = server.embedded.request_log("list", "pods")
+            assert lists[0].namespace == ns
+            assert lists[0].query["labelSelector"] == "app=web"
     finally:
         factory.shutdown()
         api.close()
 
 
 def test_managed_fields_dropped_by_default(factory, server) -> None:
-    server.create(_pod("a"))
+    ns = server.namespace
+    server.create(_pod("a", ns))
     pods = factory.core().v1().pods()
     pods.informer()
     factory.start()
     assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
-    assert server.get("pods", "default", "a")["metadata"]["managedFields"] == MANAGED_FIELDS
-    assert "managedFields" not in pods.lister().pods("default").get("a")["metadata"]
+    # the embedded server keeps what it is given; the real one writes its own
+    assert server.get("pods", ns, "a")["metadata"]["managedFields"]
+    assert "managedFields" not in pods.lister().pods(ns).get("a")["metadata"]
 
 
-def test_for_resource_custom_kind_discovered_or_given(factory, server) -> None:
+def test_for_resource_custom_kind_discovered_or_given(embedded_factory, embedded_server) -> None:
+    factory, server = embedded_factory, embedded_server
     server.register_resource("example.com", "v1", "widgets", "Widget", namespaced=True)
     server.register_resource("example.com", "v1", "gadgets", "Gadget", namespaced=False)
     server.create(
@@ -311,29 +339,32 @@ def test_handler_events_through_the_factory(factory, server) -> None:
         on_update=lambda old, new: record("update", new["metadata"]["labels"].get("v")),
         on_delete=lambda o: record("delete", o["metadata"]["name"]),
     ))
-    server.create(_pod("seed"))
+    ns = server.namespace
+    server.create(_pod("seed", ns))
     factory.start()
     assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
     v1 = client.CoreV1Api(factory.api_client)
-    v1.create_namespaced_pod("default", _pod("x"))
-    v1.patch_namespaced_pod("x", "default", {"metadata": {"labels": {"v": "1"}}})
-    v1.delete_namespaced_pod("x", "default")
+    v1.create_namespaced_pod(ns, _pod("x", ns))
+    v1.patch_namespaced_pod("x", ns, {"metadata": {"labels": {"v": "1"}}})
+    v1.delete_namespaced_pod("x", ns)
     with cond:
-        assert cond.wait_for(lambda: len(events) >= 4, WAIT)
+        assert cond.wait_for(lambda: len(events) >= 5, WAIT)
     assert events == [
         ("add", "seed", True),
         ("add", "x", False),
         ("update", "1"),
-        ("delete", "x"),
+        ("update", "1"),  # a pod's delete marks it (deletionTimestamp) ...
+        ("delete", "x"),  # ... then removes it
     ]
     assert [p["metadata"]["name"] for p in pods.lister().list()] == ["seed"]
 
 
 def test_from_config_with_a_kubeconfig(server, tmp_path, monkeypatch) -> None:
     path = server.write_kubeconfig(tmp_path / "kubeconfig")
-    server.create(_pod("a"))
+    server.create(_pod("a", server.namespace))
     before = _informer_threads()
-    factory = SharedInformerFactory.from_config(kubeconfig=path, resync_period=5.0)
+    factory = SharedInformerFactory.from_config(kubeconfig=path, resync_period=5.0,
+                                                namespace=server.namespace)
     assert factory.resync_period == 5.0
     pods = factory.core().v1().pods()
     pods.lister()  # creates the informer too
@@ -346,10 +377,12 @@ def test_from_config_with_a_kubeconfig(server, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KUBECONFIG", path)
     again = SharedInformerFactory.from_config()
     assert again.api_client.configuration.host == server.https_url  # kubeconfigs use TLS
+    assert again.api_client.configuration.host.startswith("https://")
     again.shutdown()
 
 
-def test_wait_for_cache_sync_stopped_before_sync(server) -> None:
+def test_wait_for_cache_sync_stopped_before_sync(embedded_server) -> None:
+    server = embedded_server
     server.delay(30.0, verb="list", resource="pods")  # the list never answers in time
     api = server.api_client()
     factory = SharedInformerFactory(api)
@@ -363,3 +396,82 @@ def test_wait_for_cache_sync_stopped_before_sync(server) -> None:
         server.delay(0)
         factory.shutdown()
         api.close()
+
+
+# -- stopping during the initial list ------------------------------------------------------------
+
+
+@pytest.fixture
+def slow_list_server():
+    """A server whose pod lists wait on its FakeClock (the test sees them waiting)."""
+    from informers.clock import FakeClock
+
+    clock = FakeClock()
+    with ApiServer(clock=clock) as srv:
+        srv.create(_pod("a"))
+        srv.delay(30.0, verb="list", resource="pods")
+        yield srv, clock
+
+
+def test_shutdown_during_the_initial_list_joins_every_thread(slow_list_server) -> None:
+    srv, server_clock = slow_list_server
+    before = _informer_threads()
+    api = srv.api_client()
+    factory = SharedInformerFactory(api)
+    inf = factory.core().v1().pods().informer()
+    stop = threading.Event()
+    factory.start(stop)
+    assert server_clock.wait_for_waiters(1)  # the list waits at the server
+    assert _informer_threads() - before == {
+        "informer-pods",
+        "informer-pods-process",
+        "reflector-pods",
+        "informer-factory-stop-watch",
+    }
+    start = time.monotonic()
+    factory.shutdown()
+    assert time.monotonic() - start < 2.0
+    assert _informer_threads() - before == set()
+    assert inf.is_stopped() and not inf.has_synced()
+    assert not stop.is_set()  # the caller's event is left alone
+    api.close()
+
+
+def test_caller_stop_event_during_the_initial_list(slow_list_server) -> None:
+    srv, server_clock = slow_list_server
+    before = _informer_threads()
+    api = srv.api_client()
+    factory = SharedInformerFactory(api)
+    inf = factory.core().v1().pods().informer()
+    stop = threading.Event()
+    factory.start(stop)
+    assert server_clock.wait_for_waiters(1)
+    stop.set()
+    deadline = time.monotonic() + 2.0
+    while _informer_threads() - before and time.monotonic() < deadline:
+        time.sleep(0.005)
+    # the watcher noticed the event, the list was aborted, and the watcher had no more to do
+    assert _informer_threads() - before == set()
+    assert inf.is_stopped()
+    factory.shutdown()
+    api.close()
+
+
+def test_no_stop_watcher_without_a_caller_event(factory, server) -> None:
+    before = _informer_threads()
+    factory.core().v1().pods().informer()
+    factory.start()
+    assert factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
+    assert "informer-factory-stop-watch" not in _informer_threads() - before
+    factory.core().v1().config_maps().informer()
+    stop = threading.Event()
+    factory.start(stop)  # now one is needed
+    assert "informer-factory-stop-watch" in _informer_threads() - before
+    stop.set()
+    deadline = time.monotonic() + 2.0
+    while "informer-factory-stop-watch" in _informer_threads() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert _informer_threads() - before == {
+        "informer-pods", "informer-pods-process", "reflector-pods"}  # pods: until shutdown
+    factory.shutdown()
+    assert _informer_threads() - before == set()

@@ -68,3 +68,18 @@ def test_overlapping_threads():
     assert left == [1, 1]
     assert gc.isenabled()
     assert gc_pause_depth() == 0
+
+
+def test_release_free_memory_trims_on_glibc_and_is_a_no_op_elsewhere(monkeypatch) -> None:
+    import platform
+
+    from informers import gc_pause
+
+    expected = platform.libc_ver()[0] == "glibc"
+    assert gc_pause.release_free_memory() is expected
+    gc_pause._malloc_trim.cache_clear()
+    monkeypatch.setattr(gc_pause.ctypes, "CDLL", lambda name: object())  # no malloc_trim
+    try:
+        assert gc_pause.release_free_memory() is False
+    finally:
+        gc_pause._malloc_trim.cache_clear()

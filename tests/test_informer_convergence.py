@@ -3,7 +3,9 @@
 Writer threads create, update (labels, annotations, status) and delete pods through the official
 ``kubernetes`` client against the embedded API server while a fault thread drops, hangs and
 fails watches, fails lists (500, 429, 410), compacts the history, restarts the server, injects
-malformed watch lines and delays requests. After the writers stop and the faults are cleared:
+malformed watch lines and delays requests (every kind at least once). After the writers stop
+and the faults are cleared, one writer makes a few hundred more changes (a quiet tail: without
+faults no relist can mend an event lost there), then:
 
 1. the informer's cache equals the server's contents (key -> resourceVersion and the full
    objects, minus ``kind``/``apiVersion``, which list items lack, and ``managedFields``, which
@@ -25,7 +27,7 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -64,17 +66,19 @@ class Plan:
     writers: int
     fault_gap: tuple[float, float]  # seconds between faults (uniform)
     write_gap: float  # mean seconds a writer pauses between operations
+    tail: int  # operations of one writer after the faults stopped (no relist repairs a loss)
     converge_timeout: float
 
 
 SMALL = Plan(
     operations=3_000, names=200, namespaces=("conv-a", "conv-b", "conv-c"), writers=3,
-    fault_gap=(0.08, 0.3), write_gap=0.004, converge_timeout=12.0,
+    fault_gap=(0.08, 0.3), write_gap=0.004, tail=300, converge_timeout=12.0,
 )
 LONG = Plan(
     operations=30_000, names=1_500,
     namespaces=("conv-a", "conv-b", "conv-c", "conv-d", "conv-e"), writers=3,
-    fault_gap=(0.05, 0.4), write_gap=0.002, converge_timeout=60.0,
+    fault_gap=(0.05, 0.4), write_gap=0.002, tail=2_000,
+    converge_timeout=60.0,
 )
 
 
@@ -274,7 +278,7 @@ FAULTS = (
 )
 
 
-def inject(server: ApiServer, rng: random.Random, fault: str, stop: threading.Event) -> None:
+def inject(server: ApiServer, rng: random.Random, fault: str, abort: threading.Event) -> None:
     if fault == "drop_watches":
         server.drop_watches()
     elif fault == "compact":
@@ -290,7 +294,7 @@ def inject(server: ApiServer, rng: random.Random, fault: str, stop: threading.Ev
     elif fault == "hang_then_drop":
         server.hang_watches()
         # now and then longer than the read timeout, so the client notices the dead stream
-        stop.wait(READ_TIMEOUT + 0.2 if rng.random() < 0.15 else rng.uniform(0.05, 0.4))
+        abort.wait(READ_TIMEOUT + 0.2 if rng.random() < 0.15 else rng.uniform(0.05, 0.4))
         server.drop_watches()
     elif fault == "restart":
         server.restart()
@@ -298,7 +302,7 @@ def inject(server: ApiServer, rng: random.Random, fault: str, stop: threading.Ev
         server.inject_malformed_watch_line()
     elif fault == "delay":
         server.delay(rng.uniform(0.02, 0.3), verb=rng.choice(("list", "watch")), resource="pods")
-        stop.wait(rng.uniform(0.1, 0.5))
+        abort.wait(rng.uniform(0.1, 0.5))
         server.delay(0)
     else:  # pragma: no cover - a typo in FAULTS
         raise AssertionError(fault)
@@ -306,16 +310,23 @@ def inject(server: ApiServer, rng: random.Random, fault: str, stop: threading.Ev
 
 def fault_loop(
     server: ApiServer, plan: Plan, rng: random.Random, stop: threading.Event,
-    injected: dict[str, int],
+    abort: threading.Event, injected: dict[str, int],
 ) -> None:
+    """Inject faults until ``stop`` is set and at least one full round of the deck was dealt
+    (so every kind of fault happens at least once), or at once when ``abort`` is set."""
     deck: list[str] = []  # every fault, weight times, in a random order; then again
-    while not stop.wait(rng.uniform(*plan.fault_gap)):
+    first_round = sum(weight for _, weight in FAULTS)
+    done = 0
+    while not abort.wait(rng.uniform(*plan.fault_gap)):
+        if stop.is_set() and done >= first_round:
+            return
         if not deck:
             deck = [name for name, weight in FAULTS for _ in range(weight)]
             rng.shuffle(deck)
         fault = deck.pop()
-        inject(server, rng, fault, stop)
+        inject(server, rng, fault, abort)
         injected[fault] = injected.get(fault, 0) + 1
+        done += 1
 
 
 # -- the scenario -------------------------------------------------------------------------------
@@ -359,10 +370,12 @@ def run_convergence(plan: Plan, seed: int) -> None:
     early, late = Recorder(), Recorder()
     informer.add_event_handler(early)
     stop_faults = threading.Event()
+    abort_faults = threading.Event()
     stop_writers = threading.Event()
     stats = [WriterStats() for _ in range(plan.writers)]
     injected: dict[str, int] = {}
-    threads: list[threading.Thread] = []
+    threads: list[threading.Thread] = []  # the writers
+    helpers: list[threading.Thread] = []  # the fault thread
     started = time.monotonic()
     try:
         factory.start()
@@ -375,8 +388,10 @@ def run_convergence(plan: Plan, seed: int) -> None:
                       stop_writers), daemon=True))
         faults = threading.Thread(
             target=fault_loop, name="convergence-faults",
-            args=(server, plan, random.Random(master.random()), stop_faults, injected),
+            args=(server, plan, random.Random(master.random()), stop_faults, abort_faults,
+                  injected),
             daemon=True)
+        helpers.append(faults)
         for t in threads:
             t.start()
         faults.start()
@@ -389,9 +404,14 @@ def run_convergence(plan: Plan, seed: int) -> None:
             t.join(timeout=plan.converge_timeout * 10)
             assert not t.is_alive(), f"{tag} writer {t.name} did not finish"
         stop_faults.set()
-        faults.join(timeout=10)
+        faults.join(timeout=30)
         assert not faults.is_alive(), f"{tag} the fault thread did not finish"
         server.clear_faults()
+        # a quiet tail: no fault (so no relist) can mend an event lost now
+        tail_stats = WriterStats()
+        writer(server, replace(plan, write_gap=0.001), random.Random(master.random()),
+               plan.tail, tail_stats, stop_writers)
+        stats.append(tail_stats)
         writes_done = time.monotonic()
 
         # 1. the cache converges to the server's contents
@@ -431,9 +451,10 @@ def run_convergence(plan: Plan, seed: int) -> None:
         for s in stats:
             total.attempted += s.attempted
             total.succeeded += s.succeeded
-        assert total.attempted == per_writer * plan.writers, tag
+        assert total.attempted == per_writer * plan.writers + plan.tail, tag
         assert total.succeeded >= total.attempted // 3, f"{tag} writes mostly failed: {stats}"
-        assert sum(injected.values()) >= 10, f"{tag} too few faults injected: {injected}"
+        assert sorted(injected) == sorted(name for name, _ in FAULTS), (
+            f"{tag} not every kind of fault was injected: {injected}")
         assert metrics is not None and metrics.lists_total >= 2, (
             f"{tag} the faults never caused a relist: {metrics}")
         assert len(truth) >= plan.names // 10, f"{tag} only {len(truth)} pods at the end"
@@ -447,7 +468,9 @@ def run_convergence(plan: Plan, seed: int) -> None:
               f"tombstones {tombstones}")
     finally:
         stop_writers.set()
-        stop_faults.set()
+        abort_faults.set()
+        for t in threads + helpers:
+            t.join(timeout=10)
         server.clear_faults()
         factory.shutdown()
         api_client.close()

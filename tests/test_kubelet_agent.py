@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import eventually
 
 from controllers.kubelet.agent import NodeAgent
 from controllers.kubelet.pod_update import API_SOURCE, FILE_SOURCE, HTTP_SOURCE, SyncPodType
@@ -109,15 +110,6 @@ def desired(manifests: Path, url_names: list[str], server: ApiServer) -> list[st
     return sorted(keys)
 
 
-def eventually(predicate: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
-
-
 def converge(agent: NodeAgent, runtime: RecordingRuntime, expected: list[str],
              timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
@@ -188,7 +180,7 @@ def test_three_sources_drive_the_runtime_to_their_union(tmp_path, url_server, ap
         url_state.serve(b"<html><body>maintenance</body></html>", content_type="text/html")
         src = agent.url_source
         assert src is not None
-        assert eventually(lambda: "received an HTML page" in str(src.last_error))
+        assert eventually(lambda: "received an HTML page" in str(src.last_error), timeout=10.0)
         converge(agent, runtime, expected)  # the previous URL pods stay
 
         # 3. everything goes away

@@ -10,11 +10,11 @@ import logging
 import os
 import queue
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import drain, eventually
 
 from controllers.kubelet.errors import ManifestError
 from controllers.kubelet.file_source import FileSource
@@ -38,15 +38,6 @@ def write(path: Path, text: str) -> Path:
     tmp.write_text(text)
     os.replace(tmp, path)
     return path
-
-
-def drain(q: queue.Queue[PodUpdate]) -> list[PodUpdate]:
-    out = []
-    while True:
-        try:
-            out.append(q.get_nowait())
-        except queue.Empty:
-            return out
 
 
 def names(update: PodUpdate) -> list[str]:
@@ -272,15 +263,6 @@ def test_periodic_rescan_on_the_fake_clock(tmp_path, q):
 needs_inotify = pytest.mark.skipif(not inotify_available(), reason="inotify needs Linux")
 
 
-def eventually(predicate: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
-
-
 def next_names(q: queue.Queue[PodUpdate]) -> list[str]:
     return names(q.get(timeout=5))
 
@@ -366,6 +348,8 @@ def test_single_file_path_replaced_atomically_does_not_flap(tmp_path, q):
         assert update.pods[0]["spec"]["containers"][0]["image"] == "nginx:2"
         assert eventually(lambda: src._inotify is None)  # the old inode's watch ended
         assert all(names(u) == ["solo-node-1"] for u in drain(q))  # never an empty SET
+        # Step only once the source waits for its 1 s re-watch backoff on the clock.
+        assert eventually(lambda: clock.next_deadline() == 1.0)
         clock.step(1.0)  # watched again (and rescanned)
         assert next_names(q) == ["solo-node-1"]
     finally:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import eventually
 
 from controllers.kubelet.pod_update import SyncPodType
 from controllers.kubelet.pod_workers import (
@@ -23,15 +23,6 @@ from informers.workqueue import ItemExponentialFailureRateLimiter
 def pod(uid: str, version: int = 1) -> dict[str, Any]:
     return {"metadata": {"uid": uid, "name": f"p-{uid}", "namespace": "default",
                          "resourceVersion": str(version)}}
-
-
-def eventually(predicate: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return bool(predicate())
 
 
 class Recorder:

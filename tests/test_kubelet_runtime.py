@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 import json
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import eventually
 
 from controllers.kubelet.pod_update import SyncPodType
 from controllers.kubelet.runtime import PodSyncHandler, RecordingRuntime, pod_key
@@ -22,15 +22,6 @@ def pod(uid: str, name: str | None = None, created: str | None = None,
     if created:
         m["creationTimestamp"] = created
     return {"metadata": m, "spec": {"containers": [{"name": "c", "image": "x"}]}}
-
-
-def eventually(predicate: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return bool(predicate())
 
 
 # -- RecordingRuntime ------------------------------------------------------------------------
@@ -185,7 +176,11 @@ def test_failed_sync_is_retried_after_backoff(clock):
     handler = PodSyncHandler(rt, clock=clock)
     try:
         handler.handle_pod_additions([pod("1", "a")])
-        assert eventually(lambda: clock.next_deadline() == 10.0 and attempts == ["create"])
+        # Wait for the retry itself to be waiting: the retry queue's own 10 s heartbeat wait
+        # has the same deadline, so next_deadline() alone cannot tell them apart.
+        assert eventually(lambda: handler.pod_workers.pending_retries() == 1)
+        assert attempts == ["create"]
+        assert eventually(lambda: clock.next_deadline() == 10.0)
         assert rt.running_keys() == []
         clock.step(10.0)
         assert eventually(lambda: rt.running_keys() == ["default/a"])

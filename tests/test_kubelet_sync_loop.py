@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import eventually
 
 from controllers.kubelet.pod_config import PodConfig
 from controllers.kubelet.pod_update import (
@@ -29,15 +29,6 @@ from informers.clock import FakeClock
 def pod(uid: str, image: str = "x") -> dict[str, Any]:
     return {"metadata": {"uid": uid, "name": f"p-{uid}", "namespace": "default"},
             "spec": {"containers": [{"name": "c", "image": image}]}}
-
-
-def eventually(predicate: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return bool(predicate())
 
 
 class Handler:

@@ -6,13 +6,13 @@ import json
 import logging
 import queue
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from helpers import drain, eventually
 
 from controllers.kubelet.errors import ManifestError, ManifestFetchError
 from controllers.kubelet.pod_update import HTTP_SOURCE, SET, PodUpdate
@@ -110,24 +110,6 @@ def q() -> queue.Queue[PodUpdate]:
 def make_source(server: ManifestServer, q: queue.Queue[PodUpdate], **kwargs: Any) -> URLSource:
     kwargs.setdefault("retry_attempts", 1)
     return URLSource(server.url, kwargs.pop("headers", None), NODE, 20.0, q, **kwargs)
-
-
-def eventually(predicate: Any, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
-
-
-def drain(q: queue.Queue[PodUpdate]) -> list[PodUpdate]:
-    out = []
-    while True:
-        try:
-            out.append(q.get_nowait())
-        except queue.Empty:
-            return out
 
 
 def names(update: PodUpdate) -> list[str]:

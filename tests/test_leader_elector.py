@@ -26,7 +26,6 @@ from informers.leaderelection import (
     LeaseLock,
     PrometheusMetricsProvider,
 )
-from informers.testing import ApiServer
 
 NS = "kube-system"
 UTC = datetime.timezone.utc
@@ -37,12 +36,6 @@ class ZeroRandom(random.Random):
 
     def random(self):
         return 0.0
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ApiServer() as srv:
-        yield srv
 
 
 @pytest.fixture

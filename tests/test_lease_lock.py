@@ -10,17 +10,10 @@ import pytest
 from informers.errors import LeaseNotInitializedError, StatusError
 from informers.leaderelection import LeaderElectionRecord, LeaseLock
 from informers.leaderelection.lease_lock import lease_spec_to_record, record_to_lease_spec
-from informers.testing import ApiServer
 
 UTC = datetime.timezone.utc
 T0 = datetime.datetime(2026, 1, 1, tzinfo=UTC)
 T1 = datetime.datetime(2026, 1, 1, 0, 0, 2, 500000, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ApiServer() as srv:
-        yield srv
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import queue
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from kubernetes import client as k8s
 
 from informers.errors import ApiConnectionError, StatusError, is_expired, is_too_many_requests
 from informers.list_watch import (
+    CancelToken,
     ListOptions,
     ListPager,
     ListResult,
@@ -477,6 +479,59 @@ def test_hand_made_list_watch():
     assert repr(lw) == "ListWatch(custom)"
 
 
+MANAGED = [{"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:status": {'k:{"type":"Ready"}': {}}}}]
+
+
+def _pod_with_managed_fields(name: str, rv: str) -> dict:
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv,
+                                        "managedFields": MANAGED}, "spec": {"nodeName": "n"}}
+
+
+def test_drop_managed_fields_on_lists_and_watch_lines(server, api):
+    items = [_pod_with_managed_fields("a", "1"), _pod_with_managed_fields("b", "2")]
+    body = json.dumps({"kind": "PodList", "metadata": {"resourceVersion": "2"}, "items": items},
+                      separators=(",", ":")).encode()
+    line = json.dumps({"type": "MODIFIED", "object": _pod_with_managed_fields("a", "3")},
+                      separators=(",", ":")).encode() + b"\n"
+    server.status(200, body)
+    server.chunked([line[:50], line[50:]])
+    server.status(200, body)
+    server.chunked([line])
+    stripped = [{"kind": "Pod", "metadata": {"name": n, "namespace": "ns", "resourceVersion": rv},
+                 "spec": {"nodeName": "n"}} for n, rv in (("a", "1"), ("b", "2"), ("a", "3"))]
+    lw = ListWatch.from_client(api, "pods", drop_managed_fields=True)
+    assert lw.drop_managed_fields and lw.supports_drop_managed_fields
+    assert lw.list(ListOptions()).items == stripped[:2]
+    assert [e.object for e in lw.watch(ListOptions(resource_version="2"))] == stripped[2:]
+    # The default keeps them, byte for byte.
+    plain = ListWatch.from_client(api, "pods")
+    assert not plain.drop_managed_fields
+    assert plain.list(ListOptions()).items == items
+    assert [e.object for e in plain.watch(ListOptions(resource_version="2"))] == [
+        _pod_with_managed_fields("a", "3")]
+
+
+def test_with_drop_managed_fields_is_a_copy(server, api):
+    lw = ListWatch.from_client(api, "pods", namespace="ns", label_selector="app=web")
+    on = lw.with_drop_managed_fields()
+    assert (on.drop_managed_fields, lw.drop_managed_fields) == (True, False)
+    assert on is not lw and on.resource == lw.resource
+    assert not on.with_drop_managed_fields(False).drop_managed_fields
+    assert on.drop_managed_fields  # unchanged by its own copy
+    server.status(200, b'{"metadata":{"resourceVersion":"1"},"items":[]}')
+    assert on.list(ListOptions()) == ListResult([], "1", None, None)
+    assert server.requests[0][1] == "/api/v1/namespaces/ns/pods?labelSelector=app%3Dweb"
+    custom = ListWatch.for_resource(api, "example.com", "v1", "things", kind="Thing",
+                                    namespaced=True, drop_managed_fields=True)
+    assert custom.drop_managed_fields
+    hand_made = ListWatch(lambda o: ListResult([], ""), lambda o: iter(()))
+    assert not hand_made.supports_drop_managed_fields and not hand_made.drop_managed_fields
+    assert hand_made.with_drop_managed_fields(False) is hand_made
+    with pytest.raises(ValueError, match="cannot drop managedFields"):
+        hand_made.with_drop_managed_fields()
+
+
 def test_custom_resource_on_the_embedded_server():
     from informers.testing import ApiServer
 
@@ -501,5 +556,181 @@ def test_custom_resource_on_the_embedded_server():
                 ("list", "/apis/example.com/v1/namespaces/default/widgets"),
                 ("watch", "/apis/example.com/v1/namespaces/default/widgets"),
             ]
+        finally:
+            api.close()
+
+
+# -- CancelToken and aborting requests ----------------------------------------------------------
+
+
+def test_cancel_token_calls_each_registered_callback_once():
+    token = CancelToken()
+    calls: list[str] = []
+    remove_a = token.on_cancel(lambda: calls.append("a"))
+    remove_b = token.on_cancel(lambda: calls.append("b"))
+    assert remove_b() is True  # removed before cancel: never called
+    assert remove_b() is False
+    assert not token.is_cancelled() and calls == []
+    token.cancel()
+    token.cancel()  # idempotent
+    assert token.is_cancelled() and calls == ["a"]
+    assert remove_a() is False  # it was called: whatever it aborted must not be reused
+    remove_c = token.on_cancel(lambda: calls.append("c"))  # after cancel: called at once
+    assert calls == ["a", "c"]
+    assert remove_c() is False
+
+
+def test_cancel_token_logs_a_failing_callback_and_calls_the_others(caplog):
+    token = CancelToken()
+    calls: list[str] = []
+
+    def fail() -> None:
+        raise RuntimeError("boom")
+
+    token.on_cancel(fail)
+    token.on_cancel(lambda: calls.append("after"))
+    with caplog.at_level("ERROR", logger="informers.list_watch"):
+        token.cancel()
+    assert calls == ["after"]
+    assert [r.getMessage().startswith("cancel callback") for r in caplog.records] == [True]
+
+
+def _call_in_thread(fn):
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, box
+
+
+def _wait_requests(server: RawServer, n: int) -> None:
+    deadline = time.monotonic() + 5
+    while len(server.requests) < n:
+        assert time.monotonic() < deadline, server.requests
+        time.sleep(0.005)
+
+
+def _wait_in_body_read(thread: threading.Thread) -> None:
+    """Wait until ``thread`` is reading a response body (urllib3 ``HTTPResponse._fp_read``)."""
+    deadline = time.monotonic() + 5
+    while True:
+        frame = sys._current_frames().get(thread.ident)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "_fp_read" and code.co_filename.endswith("response.py"):
+                return
+            frame = frame.f_back
+        assert time.monotonic() < deadline, "the call never started reading the body"
+        time.sleep(0.005)
+
+
+def test_cancel_aborts_a_list_waiting_for_its_headers(server, api):
+    server.handlers.put(lambda conn: server.release.wait(10))  # never answers in time
+    token = CancelToken()
+    lw = ListWatch.from_client(api, "pods")
+    t, box = _call_in_thread(lambda: lw.list(ListOptions(cancel=token)))
+    _wait_requests(server, 1)
+    start = time.monotonic()
+    token.cancel()
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - start < 1.0
+    err = box["error"]
+    assert isinstance(err, ApiConnectionError)
+    assert (str(err), err.refused, err.timeout) == ("list v1/pods: cancelled", False, False)
+
+
+def test_cancel_aborts_a_list_reading_its_body(server, api):
+    def half(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100000\r\n\r\n{\"items\":[")
+        server.release.wait(10)
+    server.handlers.put(half)
+    token = CancelToken()
+    lw = ListWatch.from_client(api, "pods")
+    t, box = _call_in_thread(lambda: lw.list(ListOptions(cancel=token)))
+    _wait_in_body_read(t)
+    start = time.monotonic()
+    token.cancel()
+    t.join(5)
+    assert not t.is_alive()
+    assert time.monotonic() - start < 1.0
+    assert str(box["error"]) == "list v1/pods: cancelled"
+
+
+def test_cancel_aborts_a_watch_waiting_for_its_headers(server, api):
+    server.handlers.put(lambda conn: server.release.wait(10))
+    token = CancelToken()
+    lw = ListWatch.from_client(api, "pods")
+    t, box = _call_in_thread(lambda: lw.watch(ListOptions(resource_version="3", cancel=token)))
+    _wait_requests(server, 1)
+    token.cancel()
+    t.join(5)
+    assert not t.is_alive()
+    assert str(box["error"]) == "watch v1/pods at rv=3: cancelled"
+
+
+def test_a_cancelled_token_sends_nothing(server, api):
+    token = CancelToken()
+    token.cancel()
+    lw = ListWatch.from_client(api, "pods")
+    with pytest.raises(ApiConnectionError, match=r"^list v1/pods: cancelled$"):
+        lw.list(ListOptions(cancel=token))
+    with pytest.raises(ApiConnectionError, match=r"^watch v1/pods at rv=\(latest\): cancelled$"):
+        lw.watch(ListOptions(cancel=token))
+    assert server.requests == []
+
+
+class RecordingToken(CancelToken):
+    """A CancelToken recording what each registration's removal returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registered = 0
+        self.removed: list[bool] = []
+
+    def on_cancel(self, callback):
+        self.registered += 1
+        remove = super().on_cancel(callback)
+
+        def recording_remove() -> bool:
+            result = remove()
+            self.removed.append(result)
+            return result
+
+        return recording_remove
+
+
+def test_requests_with_tokens_unregister_and_keep_using_the_pooled_connection():
+    from informers.testing import ApiServer
+
+    with ApiServer() as srv:
+        srv.create({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "a", "namespace": "default"}})
+        api = srv.api_client()
+        try:
+            lw = ListWatch.from_client(api, "pods")
+            pool = api.rest_client.pool_manager.connection_from_url(srv.url)
+            tokens = [RecordingToken() for _ in range(3)]
+            assert len(lw.list(ListOptions(cancel=tokens[0])).items) == 1
+            listed = lw.list(ListOptions(cancel=tokens[1]))
+            assert len(listed.items) == 1
+            stream = lw.watch(ListOptions(resource_version=listed.resource_version,
+                                          cancel=tokens[2]))
+            # each request unregistered before its connection could go back to the pool
+            assert [(t.registered, t.removed) for t in tokens] == [(1, [True])] * 3
+            assert (pool.num_connections, pool.num_requests) == (1, 3)  # one connection, reused
+            tokens[2].cancel()  # the watch's token no longer reaches its connection...
+            srv.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": "b", "namespace": "default"}})
+            event = next(iter(stream))  # ...which still streams
+            assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "b")
+            stream.close()
         finally:
             api.close()

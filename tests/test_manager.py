@@ -24,7 +24,6 @@ from informers.errors import AlreadyStartedError, LeaderElectionConfigError, Lea
 from informers.factory import SharedInformerFactory
 from informers.manager import CACHES_SYNCED_CHECK, LeaderElectionConfig, Manager
 from informers.signals import SHUTDOWN_SIGNALS
-from informers.testing import ApiServer
 
 FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
 
@@ -93,12 +92,6 @@ class ManagerThread:
     def join(self, timeout=15.0):
         self.thread.join(timeout)
         assert not self.thread.is_alive()
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ApiServer() as srv:
-        yield srv
 
 
 @pytest.fixture
@@ -386,6 +379,40 @@ def test_leader_election_adds_a_liveness_check(server, client):
         assert "[+]leader-election ok" in body.splitlines()
     finally:
         mt.stop()
+
+
+def test_leader_election_metrics_go_to_the_provider_given(server, client):
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from informers.leaderelection import PrometheusMetricsProvider, get_provider
+
+    registry = prometheus_client.CollectorRegistry()
+    lease = "metrics-lease"
+    process_wide = get_provider()
+    m = Manager(client, health_address="127.0.0.1:0", metrics_registry=registry,
+                leader_election=LeaderElectionConfig(lease, "default", identity="me", **FAST),
+                leader_election_metrics_provider=PrometheusMetricsProvider(registry))
+    assert get_provider() is process_wide  # nothing process-wide was touched
+
+    def master_status():
+        return registry.get_sample_value("leader_election_master_status", {"name": lease})
+
+    assert master_status() == 0.0  # set off when the elector is built
+    mt = ManagerThread(m)
+    try:
+        wait_until(lambda: m.is_leader())
+        assert master_status() == 1.0
+        with urllib.request.urlopen(m.health_server.url + "/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        assert f'leader_election_master_status{{name="{lease}"}} 1.0' in text.splitlines()
+    finally:
+        mt.stop()
+    assert mt.error is None
+    assert master_status() == 0.0
+    # The default stays the process-wide provider (client-go's SetProvider hook).
+    default = Manager(client, leader_election=LeaderElectionConfig("other-lease", "default"))
+    assert default.elector is not None
+    assert registry.get_sample_value("leader_election_master_status",
+                                     {"name": "other-lease"}) is None
 
 
 # -- construction ------------------------------------------------------------------------------

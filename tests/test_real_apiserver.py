@@ -43,9 +43,12 @@ def namespace(real_api_server):
     core.delete_namespace(name)
 
 
-def pod(name: str, **labels: str) -> dict:
+def pod(name: str, node: str | None = None, **labels: str) -> dict:
+    spec: dict = {"containers": [{"name": "c", "image": "registry.invalid/pause:1"}]}
+    if node is not None:
+        spec["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
-            "spec": {"containers": [{"name": "c", "image": "registry.invalid/pause:1"}]}}
+            "spec": spec}
 
 
 @real
@@ -110,14 +113,14 @@ def test_write_kubeconfig_is_usable_by_the_official_client(real_api_server, tmp_
 
 
 @real
-@pytest.mark.slow
 def test_controller_manager_endpoints_controller_writes_endpoints(real_api_server, namespace):
     core = client.CoreV1Api(real_api_server.api_client())
     core.create_namespaced_service(namespace, {
         "metadata": {"name": "web"},
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80,
                                                          "targetPort": 8080}]}})
-    core.create_namespaced_pod(namespace, pod("p", app="web"))
+    # Bound to a node: an address with an empty nodeName fails Endpoints validation.
+    core.create_namespaced_pod(namespace, pod("p", node="node-1", app="web"))
     core.patch_namespaced_pod_status("p", namespace, {"status": {
         "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
         "conditions": [{"type": "Ready", "status": "True"}]}})
@@ -134,7 +137,9 @@ def test_controller_manager_endpoints_controller_writes_endpoints(real_api_serve
                 break
             time.sleep(0.2)
         assert subsets is not None and len(subsets) == 1
-        assert [a.ip for a in subsets[0].addresses] == ["10.1.0.5"]
+        assert [(a.ip, a.node_name, a.target_ref.name) for a in subsets[0].addresses] == [
+            ("10.1.0.5", "node-1", "p")]
+        assert subsets[0].not_ready_addresses is None
         assert [(p.name, p.port, p.protocol) for p in subsets[0].ports] == [
             ("http", 8080, "TCP")]
     finally:
@@ -142,12 +147,11 @@ def test_controller_manager_endpoints_controller_writes_endpoints(real_api_serve
 
 
 @real
-@pytest.mark.slow
 def test_restart_etcd_keeps_the_data(real_api_server, namespace):
     core = client.CoreV1Api(real_api_server.api_client())
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "kept"},
                                                   "data": {"k": "v"}})
-    real_api_server.restart_etcd()
+    real_api_server.restart_etcd(kill=True)
     deadline = time.monotonic() + 30
     while True:  # kube-apiserver's etcd client reconnects on its own
         try:

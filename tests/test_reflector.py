@@ -8,8 +8,10 @@ asserts the exact list and watch requests in the server's request log.
 from __future__ import annotations
 
 import collections
+import os
 import queue
 import random
+import signal
 import threading
 import time
 
@@ -28,6 +30,7 @@ from informers.list_watch import ListOptions, ListResult, ListWatch, WatchEvent
 from informers.reflector import Reflector, default_watch_error_handler
 from informers.resources import lookup
 from informers.testing import ApiServer
+from informers.testing.endpoints import CONTINUE_TOO_OLD
 
 # -- part 1: the reflector's rules against a scripted ListWatch (FakeClock, milliseconds) ---------
 
@@ -377,6 +380,21 @@ def test_410_error_event_relists_at_last_sync_version(harness):
     h.finish()
 
 
+def test_events_before_an_error_event_are_counted(harness):
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    s0.push(added("a", "11"), modified("a", "12"), bookmark("13"),
+            WatchEvent("ERROR", status(410, "Expired", "too old")))
+    assert h.backoff_wait() == 0.8
+    assert (h.r.metrics.events_total, h.r.metrics.watch_errors_total) == (3, 1)
+    h.clock.step(0.8)
+    s1 = h.slw.stream(1)
+    s1.push(deleted("a", "14"))
+    h.store.wait_ops(5)
+    h.finish()
+    assert h.r.metrics.events_total == 4
+
+
 def test_410_on_list_retries_at_once_with_consistent_read(harness):
     # client-go TestReflectorExpiredExactResourceVersion: lists at "0", "10", "".
     h = harness()
@@ -642,22 +660,100 @@ def test_stop_while_backing_off(harness):
     assert h.slw.calls == [("list", "0", 500, None)]
 
 
-def test_stop_during_a_slow_list(harness):
+def reflector_threads(name: str) -> list[str]:
+    """The live threads a reflector named ``name`` started (worker and resync)."""
+    return sorted(t.name for t in threading.enumerate()
+                  if t.name == f"reflector-{name}" or t.name.startswith(f"reflector-{name}-"))
+
+
+def test_stop_during_a_slow_list_cancels_it_through_its_token(harness):
+    tokens = []
+
+    def slow(o):  # a list function honouring ListOptions.cancel, as the HTTP one does
+        tokens.append(o.cancel)
+        aborted = threading.Event()
+        o.cancel.on_cancel(aborted.set)
+        assert aborted.wait(10)
+        raise ApiConnectionError("list pods: cancelled")
+
+    h = harness(resync_period=1.0)
+    h.slw.lists.append(slow)
+    h.start()
+    h.slw.wait_calls(1)
+    assert reflector_threads("test") == ["reflector-test"]
+    assert not tokens[0].is_cancelled()
+    start = time.monotonic()
+    h.finish()
+    assert time.monotonic() - start < 1.0
+    assert tokens[0].is_cancelled()
+    assert reflector_threads("test") == []  # run() returned after its worker ended
+    assert h.store.ops == []
+    assert h.errors == []  # an aborted list is no error
+    assert h.r.metrics.list_errors_total == 0
+
+
+def test_run_waits_for_a_list_that_ignores_its_token_and_drops_its_result(harness):
     release = threading.Event()
 
-    def slow(o):
+    def stubborn(o):
         release.wait(10)
         return ListResult([pod("late", "1")], "1", None)
 
     h = harness()
-    h.slw.lists.append(slow)
+    h.slw.lists.append(stubborn)
     h.start()
     h.slw.wait_calls(1)
-    start = time.monotonic()
-    h.finish()
-    assert time.monotonic() - start < 1.0
+    h.stop.set()
+    h.thread.join(0.2)
+    assert h.thread.is_alive()  # run() returns only once its worker has ended
+    assert reflector_threads("test") == ["reflector-test"]
     release.set()
-    assert h.store.ops == []  # the abandoned list never reaches the store
+    h.finish()
+    assert reflector_threads("test") == []
+    assert h.store.ops == []  # a list that ended after stop is not applied
+    assert h.slw.calls == [("list", "0", 500, None)]
+
+
+def test_the_same_token_goes_with_every_request_and_is_cancelled_on_stop(harness):
+    tokens = []
+    h = harness()
+    h.slw.lists.append(lambda o: tokens.append(o.cancel) or ListResult([], "10"))
+    h.slw.watches.append(lambda o: tokens.append(o.cancel) or Stream())
+    h.start()
+    s0 = h.slw.stream(0)
+    assert len(tokens) == 2 and tokens[0] is tokens[1]
+    assert not tokens[0].is_cancelled()
+    h.finish()
+    assert tokens[0].is_cancelled() and s0.closed.is_set()
+
+
+class Boom(BaseException):
+    """Not an Exception: the reflector must not swallow it."""
+
+
+def test_a_base_exception_in_the_worker_is_raised_by_run_once_stopped(harness, caplog):
+    h = harness()
+    h.store.fail_replace = Boom("store gave up")
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            h.r.run(h.stop)
+        except BaseException as exc:
+            raised.append(exc)
+
+    h.thread = threading.Thread(target=run, daemon=True)
+    with caplog.at_level("CRITICAL", logger="informers.reflector"):
+        h.start()
+        h.slw.wait_calls(1)
+        wait_until(lambda: reflector_threads("test") == [])  # the worker ended...
+        assert h.thread.is_alive()  # ...and run() waits for stop
+        h.finish()
+    assert [type(e) for e in raised] == [Boom]
+    assert h.slw.calls == [("list", "0", 500, None)]  # no relist after it
+    assert [r.getMessage() for r in caplog.records] == [
+        "test: reflector of <unspecified> stopped by Boom('store gave up'); it does nothing "
+        "more until stopped"]
 
 
 def test_stop_before_run_does_nothing(harness):
@@ -785,7 +881,8 @@ class IndexerRecorder(Indexer):
 
 
 def new_pod(n: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": n, "namespace": "default"}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": n, "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "registry.invalid/pause:1"}]}}
 
 
 def requests(srv: ApiServer) -> list[tuple]:
@@ -818,18 +915,24 @@ def wait_until(pred, timeout: float = 5.0) -> None:
 
 
 class Live:
-    """A reflector over HTTP to an embedded server, on a FakeClock unless told otherwise."""
+    """A reflector over HTTP on pods, on a FakeClock unless told otherwise.
 
-    def __init__(self, srv: ApiServer, *, fake_clock: bool = True, **kwargs) -> None:
+    ``srv`` is an embedded ``ApiServer`` (pods of all namespaces), or a server-neutral
+    ``TestServer`` of ``any_api_server`` (pods of its namespace; :attr:`ns`).
+    """
+
+    def __init__(self, srv, *, fake_clock: bool = True, **kwargs) -> None:
         self.srv = srv
+        self.ns = getattr(srv, "namespace", "default")
         self.clock = FakeClock() if fake_clock else REAL_CLOCK
         self.api = srv.api_client()
         self.store = IndexerRecorder()
         self.errors: list[BaseException] = []
         kwargs.setdefault("watch_error_handler", lambda r, e: self.errors.append(e))
         kwargs.setdefault("backoff", Backoff(clock=self.clock, jitter=0.0))
-        lw = ListWatch.from_client(self.api, "pods", tweak=kwargs.pop("tweak", None))
-        self.r = Reflector(lw, self.store, name="pods", clock=self.clock,
+        lw = ListWatch.from_client(self.api, "pods", tweak=kwargs.pop("tweak", None),
+                                   namespace=getattr(srv, "namespace", None))
+        self.r = Reflector(lw, self.store, name=kwargs.pop("name", "pods"), clock=self.clock,
                            rng=random.Random(SEED), **kwargs)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.r.run, args=(self.stop,), daemon=True)
@@ -839,10 +942,11 @@ class Live:
         return self
 
     def watches(self, n: int, open_: bool = True) -> None:
-        """Wait until the server has answered n watch requests (and one is open)."""
-        assert self.srv.wait_for_requests(n, verb="watch", resource="pods"), requests(self.srv)
+        """Wait until the (embedded) server has answered n watch requests (and one is open)."""
+        srv = getattr(self.srv, "embedded", None) or self.srv
+        assert srv.wait_for_requests(n, verb="watch", resource="pods"), requests(srv)
         if open_:
-            assert self.srv.wait_for_watches(1, "pods"), requests(self.srv)
+            assert srv.wait_for_watches(1, "pods"), requests(srv)
 
     def step_backoff(self) -> float:
         assert isinstance(self.clock, FakeClock)
@@ -857,12 +961,13 @@ class Live:
         raise AssertionError(f"no backoff wait; requests={requests(self.srv)}")
 
     def synced_with_server(self) -> bool:
-        want = sorted(f"default/{p['metadata']['name']}" for p in self.srv.list("pods"))
+        want = sorted(f"{self.ns}/{p['metadata']['name']}" for p in self.srv.list("pods", self.ns))
         return sorted(self.store.list_keys()) == want
 
     def close(self) -> None:
         self.stop.set()
-        self.thread.join(5)
+        if self.thread.ident is not None:  # not started when a test calls run() itself
+            self.thread.join(5)
         assert not self.thread.is_alive()
         self.api.close()
 
@@ -886,26 +991,74 @@ def live():
         srv.stop()
 
 
-def test_live_initial_sync(live):
-    lv = live()
+@pytest.fixture
+def live_any(any_api_server):
+    """A ``Live`` over ``any_api_server`` (embedded or real kube-apiserver), pods of the
+    test's namespace; server-independent assertions only (``lv.srv.embedded`` for the rest)."""
+    lives: list[Live] = []
+
+    def make(**kwargs) -> Live:
+        lv = Live(any_api_server, **kwargs)
+        lives.append(lv)
+        return lv
+
+    yield make
+    for lv in lives:
+        lv.close()
+
+
+def test_live_initial_sync(live_any):
+    lv = live_any()
+    ns = lv.ns
     for i in range(3):
-        lv.srv.create(new_pod(f"p{i}"))
+        lv.srv.create(new_pod(f"p{i}"), namespace=ns)
     rv = lv.srv.resource_version
-    lv.start().watches(1)
-    t = timeouts(1)
-    assert requests(lv.srv) == [
-        ("list", "0", "500", False, 200),
-        ("watch", rv, "true", str(t[0]), 200),
-    ]
+    lv.start()
+    wait_until(lambda: lv.r.last_sync_resource_version() != "")
+    if lv.srv.embedded is not None:
+        lv.watches(1)
+        t = timeouts(1)
+        assert requests(lv.srv.embedded) == [
+            ("list", "0", "500", False, 200),
+            ("watch", rv, "true", str(t[0]), 200),
+        ]
+        assert lv.r.last_sync_resource_version() == rv
+    else:  # served by the watch cache: at least as new as the last write
+        assert int(lv.r.last_sync_resource_version()) >= int(rv)
     assert lv.store.ops == ["replace"]
-    assert sorted(lv.store.list_keys()) == ["default/p0", "default/p1", "default/p2"]
-    assert lv.r.last_sync_resource_version() == rv
-    lv.srv.create(new_pod("p3"))
-    lv.srv.delete("pods", "default", "p0")
-    wait_until(lambda: lv.store.ops == ["replace", "add", "delete"])
+    assert sorted(lv.store.list_keys()) == [f"{ns}/p0", f"{ns}/p1", f"{ns}/p2"]
+    lv.srv.create(new_pod("p3"), namespace=ns)
+    deleted = lv.srv.delete("pods", ns, "p0")
+    # a pod's delete marks it (an update), then removes it
+    wait_until(lambda: lv.store.ops == ["replace", "add", "update", "delete"])
     assert lv.synced_with_server()
-    assert lv.r.last_sync_resource_version() == lv.srv.resource_version
-    assert lv.store.get_by_key("default/p3")["metadata"]["name"] == "p3"
+    assert lv.r.last_sync_resource_version() == deleted["metadata"]["resourceVersion"]
+    assert lv.store.get_by_key(f"{ns}/p3")["metadata"]["name"] == "p3"
+
+
+def test_live_initial_list_of_more_than_a_page_is_served_whole(live_any):
+    """The initial list (resourceVersion "0", limit 500) is answered from the watch cache,
+    which ignores the limit: one list, one replace, every object."""
+    lv = live_any()
+    create_pods(lv.srv, lv.ns, 701)
+    lv.start()
+    wait_until(lambda: len(lv.store) == 701, timeout=10)
+    assert lv.store.ops == ["replace"]
+    assert lv.r.metrics.lists_total == 1
+    if lv.srv.embedded is not None:
+        lv.watches(1)
+        assert [r[:4] for r in requests(lv.srv.embedded)] == [
+            ("list", "0", "500", False), ("watch", lv.srv.resource_version, "true",
+                                          str(timeouts(1)[0]))]
+
+
+def create_pods(srv, namespace: str, count: int) -> None:
+    """Create ``count`` pods p0000... concurrently (a real server takes ~2 ms each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: srv.create(new_pod(f"p{i:04d}"), namespace=namespace),
+                      range(count)))
 
 
 def test_live_pagination_and_paginated_relists(live):
@@ -933,26 +1086,19 @@ def test_live_pagination_and_paginated_relists(live):
 
 
 def test_live_expired_continue_token_falls_back_to_full_list(live):
-    done: list[bool] = []
-    holder: dict = {}
-
-    def tweak(o: ListOptions) -> None:
-        if o.continue_ and not done:  # a write and a compaction between page 1 and page 2
-            done.append(True)
-            holder["srv"].create({"apiVersion": "v1", "kind": "ConfigMap",
-                                  "metadata": {"name": "bump", "namespace": "default"}})
-            holder["rv"] = holder["srv"].compact()
-
-    lv = live(server_kwargs={"watch_cache": False}, tweak=tweak)
-    holder["srv"] = lv.srv
+    lv = live(server_kwargs={"watch_cache": False})
     for i in range(700):
         lv.srv.create(new_pod(f"p{i:04d}"))
+    rv = lv.srv.resource_version
+    # Page 2 answers what an expired continue token gets (etcd3 store.go: 410 Expired).
+    lv.srv.fail_next(1, 410, verb="list", resource="pods", message=CONTINUE_TOO_OLD,
+                     match=lambda r: "continue" in r.query)
     lv.start().watches(1)
     assert requests(lv.srv) == [
         ("list", "0", "500", False, 200),
         ("list", None, "500", True, 410),  # the continue token fell out of the window
         ("list", "0", None, False, 200),   # one full list at the original version
-        ("watch", holder["rv"], "true", str(timeouts(1)[0]), 200),
+        ("watch", rv, "true", str(timeouts(1)[0]), 200),
     ]
     assert len(lv.store) == 700
     assert lv.store.ops == ["replace"]
@@ -1162,19 +1308,26 @@ def test_live_very_short_watch_relists(live):
     assert isinstance(lv.r.metrics.last_error, VeryShortWatchError)
 
 
-def test_live_streaming_list(live):
-    lv = live(use_watch_list=True)
-    lv.srv.create(new_pod("a"))
-    lv.srv.create(new_pod("b"))
-    rv = lv.srv.resource_version
+def test_live_streaming_list(live_any):
+    """WatchList: the initial events, then the ``initial-events-end`` bookmark (from the real
+    server too: WatchList is on by default in v1.36) make one replace."""
+    lv = live_any(use_watch_list=True)
+    ns = lv.ns
+    lv.srv.create(new_pod("a"), namespace=ns)
+    b = lv.srv.create(new_pod("b"), namespace=ns)
     lv.start()
-    wait_until(lambda: lv.r.last_sync_resource_version() == rv)
+    wait_until(lambda: lv.r.last_sync_resource_version() != "")
+    # the bookmark's version: the embedded server's newest, the watch cache's at least b's
+    assert int(lv.r.last_sync_resource_version()) >= int(b["metadata"]["resourceVersion"])
     assert lv.store.ops == ["replace"]
-    assert sorted(lv.store.list_keys()) == ["default/a", "default/b"]
-    lv.srv.create(new_pod("c"))  # the same stream keeps going
+    assert sorted(lv.store.list_keys()) == [f"{ns}/a", f"{ns}/b"]
+    c = lv.srv.create(new_pod("c"), namespace=ns)  # the same stream keeps going
     wait_until(lambda: len(lv.store) == 3)
-    assert requests(lv.srv) == [
-        ("watch", None, "true", str(timeouts(1)[0]), 200, "true", "NotOlderThan")]
+    assert lv.r.last_sync_resource_version() == c["metadata"]["resourceVersion"]
+    assert lv.r.metrics.lists_total == 0  # no list request at all
+    if lv.srv.embedded is not None:
+        assert requests(lv.srv.embedded) == [
+            ("watch", None, "true", str(timeouts(1)[0]), 200, "true", "NotOlderThan")]
     assert lv.store.ops == ["replace", "add"]
 
 
@@ -1230,3 +1383,91 @@ def test_live_server_side_timeout_resumes_without_relist(live):
     lv.watches(2)
     assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv), ("watch", rv)]
     assert lv.store.ops == ["replace"]
+
+
+# -- stopping during a request: nothing is abandoned ----------------------------------------------
+
+
+def test_live_stop_during_a_slow_list_aborts_it_and_joins_every_thread(live):
+    server_clock = FakeClock()  # the injected delay waits on it: the test sees it waiting
+    lv = live(server_kwargs={"clock": server_clock}, fake_clock=False, name="slowlist",
+              resync_period=1.0)
+    lv.srv.create(new_pod("a"))
+    lv.srv.delay(30.0, verb="list", resource="pods")
+    lv.start()
+    assert server_clock.wait_for_waiters(1)  # the list is at the server, not yet answered
+    assert reflector_threads("slowlist") == ["reflector-slowlist"]
+    start = time.monotonic()
+    lv.stop.set()
+    lv.thread.join(5)
+    assert not lv.thread.is_alive()
+    assert time.monotonic() - start < 2.0
+    assert reflector_threads("slowlist") == []
+    assert lv.store.ops == []
+    assert lv.errors == []
+    assert (lv.r.metrics.lists_total, lv.r.metrics.list_errors_total) == (1, 0)
+
+
+def test_live_stop_while_a_watch_waits_for_its_answer(live):
+    server_clock = FakeClock()
+    lv = live(server_kwargs={"clock": server_clock}, fake_clock=False, name="slowwatch")
+    lv.srv.delay(30.0, verb="watch", resource="pods")
+    lv.start()
+    assert server_clock.wait_for_waiters(1)  # the watch waits at the server
+    assert lv.r.metrics.watches_total == 1
+    start = time.monotonic()
+    lv.stop.set()
+    lv.thread.join(5)
+    assert not lv.thread.is_alive()
+    assert time.monotonic() - start < 2.0
+    assert reflector_threads("slowwatch") == []
+    assert lv.store.ops == ["replace"]
+    assert lv.errors == []
+
+
+def test_live_a_cancelled_list_leaves_the_client_usable(live):
+    server_clock = FakeClock()
+    lv = live(server_kwargs={"clock": server_clock}, fake_clock=False, name="reuse")
+    lv.srv.create(new_pod("a"))
+    lv.srv.delay(30.0, verb="list", resource="pods")
+    lv.start()
+    assert server_clock.wait_for_waiters(1)
+    lv.stop.set()
+    lv.thread.join(5)
+    assert not lv.thread.is_alive()
+    lv.srv.delay(0)
+    # the same reflector and ApiClient run again: a fresh token, a fresh connection
+    lv.stop = threading.Event()
+    lv.thread = threading.Thread(target=lv.r.run, args=(lv.stop,), daemon=True)
+    lv.start().watches(1)
+    assert sorted(lv.store.list_keys()) == ["default/a"]
+    assert lv.store.ops == ["replace"]
+
+
+def test_live_keyboard_interrupt_during_a_slow_list_joins_every_thread(live):
+    """run() on the main thread, interrupted by Ctrl-C (SIGINT) while its list waits: the
+    KeyboardInterrupt propagates only after the list was aborted and every thread joined."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        pytest.skip("needs the main thread and Python's default SIGINT handler")
+    server_clock = FakeClock()
+    lv = live(server_kwargs={"clock": server_clock}, fake_clock=False, name="ctrlc")
+    lv.srv.delay(30.0, verb="list", resource="pods")
+    seen: list[list[str]] = []
+
+    def press_ctrl_c() -> None:
+        if server_clock.wait_for_waiters(1, timeout=10):  # the list waits at the server
+            seen.append(reflector_threads("ctrlc"))
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            lv.stop.set()  # let run() return: the test then fails on pytest.raises
+
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+    presser.start()
+    with pytest.raises(KeyboardInterrupt):
+        lv.r.run(lv.stop)
+    presser.join(5)
+    assert seen == [["reflector-ctrlc"]]
+    assert not lv.stop.is_set()
+    assert reflector_threads("ctrlc") == []
+    assert lv.store.ops == []

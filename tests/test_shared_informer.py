@@ -2,14 +2,19 @@
 
 Most tests drive the informer's DeltaFIFO directly, playing the reflector (a stub whose
 ``run`` only waits for stop), so every delta is chosen by the test. The end-to-end tests at
-the bottom go through the embedded API server with the official client.
+the bottom go through an API server with the official client: the embedded one and the real
+kube-apiserver (``any_api_server``, informers scoped to the test's namespace), or the embedded
+one alone where they need its fault injection, request log or delays.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import os
+import signal
 import threading
+import time
 
 import pytest
 
@@ -673,7 +678,7 @@ def test_stop_drains_pending_notifications_and_joins_every_thread(make) -> None:
     assert {
         "informer-drainme-handler-1",
         "informer-drainme-handler-2",
-        "informer-drainme-reflector",
+        "informer-drainme-process",
         "test-informer-run",
     } <= during
     stopper = threading.Thread(target=r.stop, daemon=True)
@@ -720,11 +725,16 @@ def test_handle_deltas_failure_is_logged_with_the_key(make, caplog) -> None:
     assert "failed to apply the deltas of ns/bad" in caplog.records[0].getMessage()
 
 
-# -- end to end through the embedded API server and the official client ------------------------
+# -- end to end through an API server and the official client -----------------------------------
 
 
 @pytest.fixture
-def server():
+def server(any_api_server):
+    return any_api_server
+
+
+@pytest.fixture
+def embedded_server():
     from informers.testing import ApiServer
 
     with ApiServer() as srv:
@@ -745,10 +755,11 @@ def _api_pod(name: str, **labels_: str) -> dict:
 class ServerInformer:
     """A real informer (reflector included) on the server's pods, run on a thread."""
 
-    def __init__(self, server, **kw) -> None:
+    def __init__(self, server, namespace: str | None = None, **kw) -> None:
         self.api = server.api_client()
         kw.setdefault("name", "pods")
-        self.informer = SharedIndexInformer(ListWatch.from_client(self.api, "pods"), **kw)
+        self.informer = SharedIndexInformer(
+            ListWatch.from_client(self.api, "pods", namespace=namespace), **kw)
         self.stop_event = threading.Event()
         self.thread = threading.Thread(
             target=self.informer.run, args=(self.stop_event,), name="test-informer-run",
@@ -776,7 +787,7 @@ def server_informer(server):
     made: list[ServerInformer] = []
 
     def factory(**kw) -> ServerInformer:
-        si = ServerInformer(server, **kw)
+        si = ServerInformer(server, getattr(server, "namespace", None), **kw)
         made.append(si)
         return si
 
@@ -789,61 +800,71 @@ def server_informer(server):
 def test_e2e_create_update_delete_sequence_and_cache(server, server_informer) -> None:
     from kubernetes import client
 
-    server.create(_api_pod("seed", app="web"), "pods", "default")
+    ns = server.namespace
+    seed = server.create(_api_pod("seed", app="web"), "pods", ns)
     si = server_informer()
     rec = Recorder()
     si.informer.add_event_handler(rec)
     si.start()
     si.wait_synced()
     v1 = client.CoreV1Api(si.api)
-    created = v1.create_namespaced_pod("default", _api_pod("web-1", app="web"))
+    created = v1.create_namespaced_pod(ns, _api_pod("web-1", app="web"))
     rv_created = created.metadata.resource_version
-    patched = v1.patch_namespaced_pod("web-1", "default", {"metadata": {"labels": {"v": "2"}}})
-    v1.delete_namespaced_pod("seed", "default")
-    events = rec.wait_for(4)
-    seed_rv = events[0][2]
+    patched = v1.patch_namespaced_pod("web-1", ns, {"metadata": {"labels": {"v": "2"}}})
+    gone = v1.delete_namespaced_pod("seed", ns)
+    events = rec.wait_for(5)
+    seed_rv = seed["metadata"]["resourceVersion"]
+    deleted_rv = gone.metadata.resource_version  # the delete answers the removed pod
+    # A pod's delete marks it (deletionTimestamp, period 0: an update), then removes it.
     assert events == [
         ("add", "seed", seed_rv, True),
         ("add", "web-1", rv_created, False),
         ("update", "web-1", rv_created, patched.metadata.resource_version),
-        ("delete", "seed", events[3][2]),
+        ("update", "seed", seed_rv, str(int(deleted_rv) - 1)),
+        ("delete", "seed", deleted_rv),
     ]
+    assert gone.metadata.deletion_grace_period_seconds == 0
     store = si.informer.get_store()
-    assert store.list_keys() == ["default/web-1"]
-    cached = store.get_by_key("default/web-1")
+    assert store.list_keys() == [f"{ns}/web-1"]
+    cached = store.get_by_key(f"{ns}/web-1")
     assert cached["metadata"]["labels"] == {"app": "web", "v": "2"}
     assert "managedFields" not in cached["metadata"]
-    assert si.informer.last_sync_resource_version() == server.resource_version
+    # The version of the last event (a bookmark of the real server may move it further).
+    assert int(si.informer.last_sync_resource_version()) >= int(events[4][2])
+    if server.embedded is not None:
+        assert si.informer.last_sync_resource_version() == server.resource_version
     si.stop()
 
 
-def test_e2e_missed_delete_is_delivered_as_deleted_final_state_unknown(
-    server, server_informer
-) -> None:
+def test_e2e_missed_delete_is_delivered_as_deleted_final_state_unknown(embedded_server) -> None:
+    server = embedded_server
     server.create(_api_pod("a"), "pods", "default")
     server.create(_api_pod("b"), "pods", "default")
-    si = server_informer()
+    si = ServerInformer(server)
     rec = Recorder()
     si.informer.add_event_handler(rec)
     si.start()
-    si.wait_synced()
-    assert server.wait_for_watches(1, "pods")
-    server.hang_watches()  # the informer stops hearing anything
-    b = server.get("pods", "default", "b")
-    server.delete("pods", "default", "b")
-    server.compact()  # the delete falls out of the history: resuming the watch answers 410
-    server.drop_watches("pods")  # reconnect -> 410 -> relist without b
-    events = rec.wait_for(3)
-    assert events[2] == ("delete-unknown", "default/b", b["metadata"]["resourceVersion"])
-    assert si.informer.get_store().list_keys() == ["default/a"]
-    si.stop()
+    try:
+        si.wait_synced()
+        assert server.wait_for_watches(1, "pods")
+        server.hang_watches()  # the informer stops hearing anything
+        b = server.get("pods", "default", "b")
+        server.delete("pods", "default", "b")
+        server.compact()  # the delete falls out of the history: resuming the watch answers 410
+        server.drop_watches("pods")  # reconnect -> 410 -> relist without b
+        events = rec.wait_for(3)
+        assert events[2] == ("delete-unknown", "default/b", b["metadata"]["resourceVersion"])
+        assert si.informer.get_store().list_keys() == ["default/a"]
+    finally:
+        si.stop()
 
 
 def test_e2e_late_handler_and_raising_handler(server, server_informer) -> None:
     from kubernetes import client
 
+    ns = server.namespace
     for n in ("a", "b"):
-        server.create(_api_pod(n), "pods", "default")
+        server.create(_api_pod(n), "pods", ns)
     si = server_informer().start()
     si.wait_synced()
     failing_calls: list[str] = []
@@ -855,9 +876,9 @@ def test_e2e_late_handler_and_raising_handler(server, server_informer) -> None:
     si.informer.add_event_handler(ResourceEventHandlerFuncs(on_add=failing))
     late = Recorder()
     reg = si.informer.add_event_handler(late)
-    client.CoreV1Api(si.api).create_namespaced_pod("default", _api_pod("c"))
+    client.CoreV1Api(si.api).create_namespaced_pod(ns, _api_pod("c"))
     events = late.wait_for(3)
-    rvs = {n: server.get("pods", "default", n)["metadata"]["resourceVersion"] for n in "ab"}
+    rvs = {n: server.get("pods", ns, n)["metadata"]["resourceVersion"] for n in "ab"}
     assert sorted(events[:2]) == [("add", "a", rvs["a"], True), ("add", "b", rvs["b"], True)]
     assert events[2][:2] == ("add", "c") and events[2][3] is False
     assert reg.has_synced()
@@ -871,7 +892,7 @@ def test_e2e_late_handler_and_raising_handler(server, server_informer) -> None:
 
 def test_e2e_resync_replays_the_cache_without_api_calls(server, server_informer) -> None:
     clock = FakeClock()
-    server.create(_api_pod("a"), "pods", "default")
+    server.create(_api_pod("a"), "pods", server.namespace)
     si = server_informer(resync_period=30.0, clock=clock)
     resyncing, quiet = Recorder(), Recorder()
     si.informer.add_event_handler(resyncing)
@@ -879,13 +900,15 @@ def test_e2e_resync_replays_the_cache_without_api_calls(server, server_informer)
     si.start()
     si.wait_synced()
     resyncing.wait_for(1)
-    requests_before = len(server.requests)
+    if server.embedded is not None:
+        requests_before = len(server.embedded.requests)
     assert clock.wait_for_waiters(1, WAIT)  # the reflector's resync timer
     clock.step(30.0)
     rv = resyncing.events[0][2]
     assert resyncing.wait_for(2)[1] == ("update", "a", rv, rv)
     assert quiet.events == [("add", "a", rv, True)]
-    assert len(server.requests) == requests_before
+    if server.embedded is not None:
+        assert len(server.embedded.requests) == requests_before
     si.stop()
 
 
@@ -899,31 +922,31 @@ def test_e2e_transform_once_per_object(server, server_informer) -> None:
         obj["metadata"].pop("managedFields", None)
         return obj
 
-    server.create(_api_pod("a"), "pods", "default")
+    ns = server.namespace
+    server.create(_api_pod("a"), "pods", ns)
     si = server_informer(transform=transform)
     rec = Recorder()
     si.informer.add_event_handler(rec)
     si.start()
     si.wait_synced()
     v1 = client.CoreV1Api(si.api)
-    v1.create_namespaced_pod("default", _api_pod("b"))
-    v1.patch_namespaced_pod("b", "default", {"metadata": {"labels": {"x": "y"}}})
-    v1.delete_namespaced_pod("a", "default")
-    rec.wait_for(4)
-    assert calls == ["a", "b", "b", "a"]
+    v1.create_namespaced_pod(ns, _api_pod("b"))
+    v1.patch_namespaced_pod("b", ns, {"metadata": {"labels": {"x": "y"}}})
+    v1.delete_namespaced_pod("a", ns)  # marked (an update), then removed
+    rec.wait_for(5)
+    assert calls == ["a", "b", "b", "a", "a"]
     si.stop()
 
 
 def test_e2e_stop_joins_every_thread(server, server_informer) -> None:
     before = {t.name for t in threading.enumerate()}
-    server.create(_api_pod("a"), "pods", "default")
+    server.create(_api_pod("a"), "pods", server.namespace)
     si = server_informer(name="joined")
     si.informer.add_event_handler(Recorder())
     si.start()
     si.wait_synced()
     during = {t.name for t in threading.enumerate()} - before
-    assert "informer-joined-handler-1" in during
-    assert "informer-joined-reflector" in during
+    assert {"informer-joined-handler-1", "informer-joined-process", "reflector-joined"} <= during
     si.stop()
     assert si.informer.is_stopped()
     left = {t.name for t in threading.enumerate()} - before
@@ -931,10 +954,93 @@ def test_e2e_stop_joins_every_thread(server, server_informer) -> None:
     assert {n for n in left if not _server_thread(n)} == set()
 
 
+def _own_threads(name: str) -> list[str]:
+    """The live threads an informer named ``name`` started (its reflector's included)."""
+    return sorted(
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith((f"informer-{name}-", f"reflector-{name}"))
+    )
+
+
+def _slow_list_server():
+    """An embedded server whose pod lists wait (on its FakeClock) until the test ends."""
+    from informers.testing import ApiServer
+
+    clock = FakeClock()
+    srv = ApiServer(clock=clock).start()
+    srv.create(_api_pod("a"), "pods", "default")
+    srv.delay(30.0, verb="list", resource="pods")
+    return srv, clock
+
+
+def test_e2e_stop_during_the_initial_list_joins_every_thread() -> None:
+    srv, server_clock = _slow_list_server()
+    si = ServerInformer(srv, name="slowsync")
+    try:
+        si.informer.add_event_handler(Recorder())
+        si.start()
+        assert server_clock.wait_for_waiters(1)  # the list waits at the server
+        assert _own_threads("slowsync") == [
+            "informer-slowsync-handler-1", "informer-slowsync-process", "reflector-slowsync"]
+        start = time.monotonic()
+        si.stop()  # sets the stop event and joins run() (asserting it returned)
+        assert time.monotonic() - start < 2.0
+        assert _own_threads("slowsync") == []
+        assert si.informer.is_stopped() and not si.informer.has_synced()
+        assert si.informer.get_indexer().list_keys() == []
+    finally:
+        srv.stop()
+
+
+def test_e2e_keyboard_interrupt_during_the_initial_list_joins_every_thread() -> None:
+    """run() on the main thread, interrupted by Ctrl-C: everything it started is joined
+    before the KeyboardInterrupt propagates, though its stop event was never set."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        pytest.skip("needs the main thread and Python's default SIGINT handler")
+    srv, server_clock = _slow_list_server()
+    si = ServerInformer(srv, name="ctrlc")
+    seen: list[list[str]] = []
+
+    def press_ctrl_c() -> None:
+        if server_clock.wait_for_waiters(1, timeout=10):
+            seen.append(_own_threads("ctrlc"))
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            si.stop_event.set()  # let run() return: the test then fails on pytest.raises
+
+    try:
+        si.informer.add_event_handler(Recorder())
+        presser = threading.Thread(target=press_ctrl_c, daemon=True)
+        presser.start()
+        with pytest.raises(KeyboardInterrupt):
+            si.informer.run(si.stop_event)
+        presser.join(WAIT)
+        assert seen == [["informer-ctrlc-handler-1", "informer-ctrlc-process", "reflector-ctrlc"]]
+        assert not si.stop_event.is_set()
+        assert _own_threads("ctrlc") == []
+        assert si.informer.is_stopped()
+    finally:
+        si.api.close()
+        srv.stop()
+
+
 # -- garbage collector around the initial sync ------------------------------------------------
 
 
-def test_gc_paused_during_initial_processing_then_frozen(make) -> None:
+@pytest.fixture
+def gc_thresholds():
+    """CPython's default thresholds for the test; the previous ones restored afterwards."""
+    import gc
+
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*saved)
+
+
+def test_gc_paused_during_initial_processing_then_frozen(make, gc_thresholds) -> None:
     import gc
 
     from informers.gc_pause import gc_pause_depth
@@ -957,6 +1063,7 @@ def test_gc_paused_during_initial_processing_then_frozen(make) -> None:
             threading.Event().wait(0.001)
         assert gc_pause_depth() == 0 and gc.isenabled()
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (700, 10, 100)  # full collections 10x rarer
         assert enabled_while_indexing == [False, False, False]
         r.fifo.add(pod("d", "4"))  # after the initial sync the collector runs as usual
         r.drain()
@@ -965,7 +1072,29 @@ def test_gc_paused_during_initial_processing_then_frozen(make) -> None:
         gc.unfreeze()
 
 
-def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(make) -> None:
+def test_gc_threshold_is_only_raised(make, gc_thresholds) -> None:
+    import gc
+
+    from informers.gc_pause import gc_pause_depth
+
+    gc.set_threshold(500, 20, 300)
+    try:
+        inf, r = make()
+        r.fifo.replace([pod("a", "1")], "1")
+        r.drain()
+        for _ in range(1000):
+            if gc_pause_depth() == 0:  # the pause ends after the freeze and the threshold
+                break
+            threading.Event().wait(0.001)
+        assert inf.has_synced() and gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (500, 20, 300)
+    finally:
+        gc.unfreeze()
+
+
+def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(
+    make, gc_thresholds
+) -> None:
     import gc
 
     from informers.gc_pause import gc_pause_depth
@@ -984,3 +1113,96 @@ def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(make) -> Non
         threading.Event().wait(0.001)
     assert gc_pause_depth() == 0 and gc.isenabled()
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+# -- managedFields dropped from the bytes with the default transform --------------------------
+
+
+def test_reflector_list_watch_drops_managed_fields_only_for_the_default_transform() -> None:
+    from kubernetes import client as k8s
+
+    api = k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:1"))
+    try:
+        lw = ListWatch.from_client(api, "pods")
+
+        def dropping(inf: SharedIndexInformer) -> bool:
+            return inf._reflector_list_watch().drop_managed_fields
+
+        assert dropping(SharedIndexInformer(lw))
+        assert dropping(SharedIndexInformer(lw, transform=strip_managed_fields))
+        assert not dropping(SharedIndexInformer(lw, transform=None))
+        assert not dropping(SharedIndexInformer(lw, transform=lambda o: o))
+        late = SharedIndexInformer(lw)
+        late.set_transform(lambda o: o)
+        assert not dropping(late)
+        assert not lw.drop_managed_fields  # the caller's ListWatch is never changed
+        explicit = lw.with_drop_managed_fields()  # the caller's choice is kept
+        assert SharedIndexInformer(explicit, transform=None)._reflector_list_watch() is explicit
+        hand_made = _unused_list_watch()  # cannot drop them: used as it is
+        assert SharedIndexInformer(hand_made)._reflector_list_watch() is hand_made
+    finally:
+        api.close()
+
+
+def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, caplog) -> None:
+    import orjson
+
+    from benchmarks.pods import make_pod
+
+    server = embedded_server
+    pods = [make_pod(i, f"ns{i % 3}") for i in range(60)]
+    tricky = make_pod(60, "ns0")  # text that looks like the member, "]" inside strings
+    tricky["metadata"]["annotations"] = {"note": '"managedFields":[{"manager":"x"}],"a":[',
+                                         "brackets": "}],]", "quote": 'a"b\\'}
+    tricky["metadata"]["labels"]["odd"] = "x]"
+    tricky["metadata"]["managedFields"][0]["fieldsV1"]["f:metadata"].update(
+        {'v:"[::1]"': {}, 'k:{"a":"\\\\\\"]"}': {}})
+    for ns in ("ns0", "ns1", "ns2"):
+        server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    for p in [*pods, tricky]:
+        server.create(p)
+    stripped = ServerInformer(server, name="stripped")  # the default transform
+    exact = ServerInformer(server, name="exact", transform=lambda o: strip_managed_fields(o))
+    with caplog.at_level(logging.DEBUG, logger="informers.decoder"):
+        for si in (stripped, exact):
+            si.start()
+        try:
+            for si in (stripped, exact):
+                si.wait_synced()
+            assert stripped.informer._reflector.list_watch.drop_managed_fields
+            assert not exact.informer._reflector.list_watch.drop_managed_fields
+            assert server.wait_for_watches(2, "pods")
+            # Watch events: updates, a delete, and a pod whose template carries its own
+            # managedFields (kept: only the object's own are dropped).
+            for i in range(0, 60, 7):
+                meta = pods[i]["metadata"]
+                server.patch("pods", meta["namespace"], meta["name"],
+                             {"metadata": {"labels": {"step": str(i)}}})
+            server.patch("pods", "ns0", tricky["metadata"]["name"],
+                         {"metadata": {"annotations": {"more": "]}"}}})
+            server.delete("pods", "ns1", pods[1]["metadata"]["name"], grace_period_seconds=0)
+            nested = make_pod(61, "ns2")
+            nested["spec"]["template"] = {"metadata": {"managedFields": [{"manager": "t"}]}}
+            server.create(nested)
+            last = f"ns2/{nested['metadata']['name']}"  # queued last: applied last
+            for _ in range(5000):
+                if all(si.informer.get_store().get_by_key(last) is not None
+                       for si in (stripped, exact)):
+                    break
+                time.sleep(0.002)
+            caches = []
+            for si in (stripped, exact):
+                assert si.informer.last_sync_resource_version() == server.resource_version
+                store = si.informer.get_store()
+                caches.append({key: orjson.dumps(store.get_by_key(key),
+                                                 option=orjson.OPT_SORT_KEYS)
+                               for key in store.list_keys()})
+        finally:
+            for si in (stripped, exact):
+                si.stop()
+    assert caches[0] == caches[1]
+    assert len(caches[0]) == 61
+    assert all(b'"managedFields"' not in v for k, v in caches[0].items() if k != last)
+    assert orjson.loads(caches[0][last])["spec"]["template"] == nested["spec"]["template"]
+    assert [r.getMessage() for r in caplog.records if r.name == "informers.decoder"] == []

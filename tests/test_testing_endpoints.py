@@ -9,12 +9,16 @@ and "Retrieving large results sets in chunks"; kube-apiserver ``storage/etcd3/st
 from __future__ import annotations
 
 import json
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from informers.testing.endpoints import KUBERNETES_VERSION
 
 pytestmark = pytest.mark.api_server(fresh_wait=0.2)
 
@@ -167,7 +171,7 @@ def test_pages_come_from_the_snapshot_of_the_first_page(api_server, core):
     second = raw_list(core, limit=2, _continue=first["metadata"]["continue"])
     third = raw_list(core, limit=2, _continue=second["metadata"]["continue"])
     assert names(second["items"]) == ["d", "e"]
-    assert second["items"][0]["metadata"]["labels"] == {}
+    assert "labels" not in second["items"][0]["metadata"]  # not changed yet (empty: omitted)
     assert names(third["items"]) == ["f"]
     assert second["metadata"]["remainingItemCount"] == 1
     assert "continue" not in third["metadata"] and "remainingItemCount" not in third["metadata"]
@@ -291,7 +295,7 @@ def test_dry_run_validates_without_storing(api_server, core):
                               dry_run="All")
     core.delete_namespaced_pod("a", "default", dry_run="All")
     assert api_server.resource_version == before
-    assert api_server.get("pods", "default", "a")["metadata"]["labels"] == {}
+    assert "labels" not in api_server.get("pods", "default", "a")["metadata"]  # {}: omitted
 
 
 def test_discovery_and_version(api_server, api_client):
@@ -308,8 +312,35 @@ def test_discovery_and_version(api_server, api_client):
     apps = client.AppsV1Api(api_client).get_api_resources()
     assert {"deployments", "deployments/status", "replicasets"} <= {
         r.name for r in apps.resources}
-    assert client.VersionApi(api_client).get_code().git_version == "v1.33.0"
     assert client.CoreApi(api_client).get_api_versions().versions == ["v1"]
+    # As kube-apiserver v1.36.3: namespaces have no deletecollection, and a finalize
+    # subresource; the group order of /apis.
+    assert by_name["namespaces"].verbs == [
+        "create", "delete", "get", "list", "patch", "update", "watch"]
+    assert by_name["namespaces/finalize"].verbs == ["update"]
+    assert [g.name for g in client.ApisApi(api_client).get_api_versions().groups] == [
+        "apps", "batch", "coordination.k8s.io", "discovery.k8s.io"]
+
+
+def test_version_is_the_release_of_the_real_control_plane(api_server, api_client):
+    # Field for field what the kube-apiserver that tools/control-plane/build.sh builds
+    # answers (captured from v1.36.3).
+    answer = api_client.call_api(
+        "GET", f"{api_server.url}/version",
+        header_params={"Authorization": f"Bearer {api_server.token}"})
+    answer.read()
+    assert json.loads(answer.data) == {
+        "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36",
+        "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
+        "gitVersion": "v1.36.3", "gitCommit": "$Format:%H$", "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z", "goVersion": "go1.26.8", "compiler": "gc",
+        "platform": "linux/amd64"}
+    assert client.VersionApi(api_client).get_code().git_version == "v1.36.3"
+    # The release the project builds its real control plane from.
+    script = (Path(__file__).resolve().parent.parent / "tools" / "control-plane" / "build.sh")
+    pinned = re.search(r"^K8S_VERSION=\$\{K8S_VERSION:-(v[0-9.]+)\}$", script.read_text(),
+                       re.MULTILINE)
+    assert pinned is not None and pinned.group(1) == KUBERNETES_VERSION == "v1.36.3"
 
 
 def test_dynamic_client_lists_through_discovery(api_server, api_client):
@@ -323,3 +354,15 @@ def test_dynamic_client_lists_through_discovery(api_server, api_client):
     made = leases.create(body={"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}},
                          namespace="default")
     assert made.spec.holderIdentity == "me"
+
+
+def test_version_fields_match_the_real_control_plane(any_api_server):
+    api_client = any_api_server.api_client()
+    try:
+        version = client.VersionApi(api_client).get_code()
+    finally:
+        api_client.close()
+    assert (version.git_version, version.major, version.minor, version.emulation_major,
+            version.emulation_minor, version.min_compatibility_major,
+            version.min_compatibility_minor, version.git_tree_state) == (
+        "v1.36.3", "1", "36", "1", "36", "1", "35", "clean")

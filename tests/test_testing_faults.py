@@ -73,6 +73,34 @@ def test_fail_next_fails_only_matching_requests(api_server, core):
     assert api_server.faults.pending_failures() == 0
 
 
+def test_fail_next_match_targets_one_page_of_a_paginated_list(api_server, core):
+    for name in ("a", "b", "c"):
+        api_server.create(pod(name))
+    seen = []
+
+    def second_page(record):
+        seen.append(record)
+        return "continue" in record.query
+
+    api_server.fail_next(1, 410, verb="list", resource="pods", match=second_page)
+    first = core.list_namespaced_pod("default", limit=2)  # no continue token: served
+    assert [p.metadata.name for p in first.items] == ["a", "b"]
+    core.list_namespaced_config_map("default", limit=1)  # another resource: not asked
+    with pytest.raises(ApiException) as info:
+        core.list_namespaced_pod("default", limit=2, _continue=first.metadata._continue)
+    assert status_of(info.value)["reason"] == "Expired"
+    again = core.list_namespaced_pod("default", limit=2, _continue=first.metadata._continue)
+    assert [p.metadata.name for p in again.items] == ["c"]  # the rule was used up
+    # The predicate saw the requests as records, before they were answered.
+    assert [(r.verb, r.resource, r.namespace, "continue" in r.query, r.status)
+            for r in seen] == [("list", "pods", "default", False, 0),
+                               ("list", "pods", "default", True, 0)]
+    assert [(r.query.get("limit"), "continue" in r.query, r.status)
+            for r in api_server.request_log(verb="list", resource="pods")] == [
+        ("2", False, 200), ("2", True, 410), ("2", True, 200)]
+    assert api_server.faults.pending_failures() == 0
+
+
 def test_fail_next_429_carries_retry_after(api_server, core):
     api_server.fail_next(1, 429, retry_after=3)
     # (A create: urllib3 itself retries idempotent requests that get 429 with Retry-After.)

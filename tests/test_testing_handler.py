@@ -8,6 +8,7 @@ Raw requests go through the official client's own connection pool
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -149,3 +150,84 @@ def test_connections_are_kept_alive(api_server, api_client):
         core.list_namespaced_pod("default")
     pool = api_client.rest_client.pool_manager.connection_from_url(api_server.url)
     assert pool.num_connections == 1
+
+
+def exchange(api_server: Any, data: bytes) -> bytes:
+    """Send raw bytes on a new connection; everything the server sends until it closes."""
+    with socket.create_connection((api_server.host, api_server.port), timeout=5) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_request_heads_are_parsed_like_the_standard_library(api_server):
+    # BaseHTTPRequestHandler.parse_request's rules, on the server's own header parser.
+    token = api_server.token
+    get = b"GET /api/v1/namespaces/default HTTP/1.1\r\nHost: x\r\n"
+    # Names in any case; the first of repeated headers wins (email.message.Message.get).
+    answer = exchange(api_server, get + f"aUtHoRiZaTiOn: Bearer {token}\r\n"
+                      "Authorization: Bearer wrong\r\nConnection: close\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and b"Connection: close" in answer
+    # Keep-alive: two requests on one connection, then HTTP/1.0 closes after its answer.
+    answer = exchange(api_server, (get + f"Authorization: Bearer {token}\r\n\r\n".encode()) * 2
+                      + f"GET /version HTTP/1.0\r\nAuthorization: Bearer {token}\r\n\r\n"
+                      .encode())
+    assert answer.count(b"HTTP/1.1 200 OK\r\n") == 3
+    # Expect: 100-continue gets its interim answer before the body is read.
+    body = b'{"metadata": {"name": "c"}}'
+    answer = exchange(api_server, (
+        f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+    ).encode() + body)
+    assert answer.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n")
+    assert api_server.get("configmaps", "default", "c") is not None
+
+
+@pytest.mark.parametrize("block", [
+    b"Host: x\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n",
+    b"host: x\nCONTENT-TYPE:application/json \n\n",  # bare LF, no space, trailing space
+    b"X-A: 1\r\nx-a: 2\r\nX-B:\r\n\r\n",  # the first of repeated names, empty value
+    b"X-Folded: a\r\n  b\r\n\tc\r\nX-Next: n\r\n\r\n",  # obsolete line folding
+    b" leading: continuation\r\nX-A: 1\r\n\r\n",
+    b"X-A: 1\r\nnot a header\r\nX-B: 2\r\n\r\n",  # ends the headers for the parser
+    b"X-A: 1\r\nX B: 2\r\nX-C: 3\r\n\r\n",
+    b"X-A: 1\r\n: no name\r\nX-C: 3\r\n\r\n",
+    b"X-A: a\rb\r\nX-C: 3\r\n\r\n",  # a bare CR
+    b"X-A: 1\r\r\nX-C: 3\r\n\r\n",
+    b"From nobody\r\nX-A: 1\r\nFrom somebody\r\nX-C: 3\r\n\r\n",
+    "X-Latin: caf\u00e9\r\n\r\n".encode("iso-8859-1"),
+    b"X-A: 1\r\nX-Eof: no terminator",
+])
+def test_headers_are_what_the_standard_library_parses(block):
+    import http.client
+    import io
+
+    from informers.testing.handler import RequestHandler
+
+    handler = RequestHandler.__new__(RequestHandler)
+    handler.raw_requestline = b"GET / HTTP/1.1\r\n"
+    handler.rfile, handler.wfile = io.BytesIO(block), io.BytesIO()
+    assert handler.parse_request() is True
+    expected = http.client.parse_headers(io.BytesIO(block))
+    assert sorted(handler.headers) == sorted({name.lower() for name in expected})
+    for name in expected:
+        assert handler.headers.get(name.upper()) == expected.get(name), name
+
+
+@pytest.mark.parametrize(("head", "status"), [
+    (b"GET / HTTP/1.1\r\n" + b"X-Many: 1\r\n" * 100 + b"\r\n", b"431"),  # 100 + blank
+    (b"GET / HTTP/1.1\r\nX-Long: " + b"x" * 65536 + b"\r\n\r\n", b"431"),
+    (b"GET / HTTP/2.0\r\n\r\n", b"505"),
+    (b"GET / HTTP/x.y\r\n\r\n", b"400"),
+    (b"GET / HTTP/1.1 extra\r\n\r\n", b"400"),
+    (b"POST /\r\n\r\n", b"400"),
+])
+def test_malformed_request_heads_get_the_standard_errors(api_server, api_client, head, status):
+    # (Before the version is known to be valid the answer has no status line, as HTTP/0.9.)
+    answer = exchange(api_server, head)
+    assert b"<p>Error code: " + status + b"</p>" in answer
+    assert healthy(api_client)

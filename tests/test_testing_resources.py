@@ -11,6 +11,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from informers import resources as library
+from informers.resources import Resource
 from informers.testing import BUILTIN_RESOURCES
 
 GROUP, VERSION = "example.com", "v1"
@@ -103,3 +105,42 @@ def test_unknown_kinds_are_refused_by_the_helpers(api_server):
         api_server.create(widget("w"))
     with pytest.raises(KeyError):
         api_server.get("widgets", "default", "w")
+
+
+def test_builtin_table_derives_from_the_library_table():
+    # One source of truth: every library Resource is served, with the same identity.
+    assert [rt.resource for rt in BUILTIN_RESOURCES] == sorted(
+        library.BUILTIN_RESOURCES,
+        key=lambda r: ["", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io"].index(
+            r.group))
+    for rt in BUILTIN_RESOURCES:
+        assert isinstance(rt, Resource)
+        assert library.lookup((rt.group, rt.version, rt.plural)) == rt.resource
+        assert rt.path("ns", "x") == rt.resource.path("ns", "x")
+    # The server's own facts sit on top (kube-apiserver v1.36.3 discovery and strategies).
+    facts = {rt.qualified: (rt.short_names, rt.subresources, rt.name_rule, rt.create_status,
+                            rt.returns_deleted_object) for rt in BUILTIN_RESOURCES}
+    assert facts["statefulsets.apps"] == (
+        ("sts",), ("status",), "label", {"replicas": 0, "availableReplicas": 0}, False)
+    assert facts["persistentvolumeclaims"] == (
+        ("pvc",), ("status",), "subdomain", {"phase": "Pending"}, True)
+    assert facts["namespaces"] == (
+        ("ns",), ("status", "finalize"), "label", {"phase": "Active"}, True)
+    assert facts["jobs.batch"] == ((), ("status",), "subdomain", {}, False)
+
+
+def test_library_kinds_new_to_the_server_are_served(api_server, api_client):
+    template = {"metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "c", "image": "db"}]}}
+    made = client.AppsV1Api(api_client).create_namespaced_stateful_set("default", {
+        "metadata": {"name": "db"}, "status": {"replicas": 3},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
+                 "template": template}})
+    assert (made.metadata.generation, made.status.replicas) == (1, 0)  # create resets status
+    claim = client.CoreV1Api(api_client).create_namespaced_persistent_volume_claim(
+        "default", {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}})
+    assert claim.status.phase == "Pending"
+    jobs = client.BatchV1Api(api_client).list_job_for_all_namespaces()
+    assert (jobs.kind, jobs.items) == ("JobList", [])
+    groups = [g.name for g in client.ApisApi(api_client).get_api_versions().groups]
+    assert groups == ["apps", "batch", "coordination.k8s.io", "discovery.k8s.io"]

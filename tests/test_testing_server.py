@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
+import time
 from typing import Any
 
 import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from informers.clock import FakeClock
 from informers.errors import StatusError
 from informers.testing import DEFAULT_NAMESPACES, ApiServer, RequestRecord
 
@@ -181,3 +184,49 @@ def test_restart_requires_a_started_server():
     with pytest.raises(RuntimeError):
         server.restart()
     server.stop()  # stopping a server never started is a no-op
+
+
+def _connection_threads() -> int:
+    return sum(1 for t in threading.enumerate()
+               if t.name == "informers-testing-apiserver-connection")
+
+
+def test_connection_threads_end_when_the_client_closes_its_pool():
+    with ApiServer() as server:
+        assert _connection_threads() == 0
+        idle_client, watch_client = server.api_client(), server.api_client()
+        client.CoreV1Api(idle_client).list_namespaced_pod("default")  # then idle in its pool
+        stream = client.CoreV1Api(watch_client).list_namespaced_pod(
+            "default", watch=True, _preload_content=False)
+        assert server.wait_for_watches(1)
+        assert _connection_threads() == 2
+        # The watch is idle: no event, no bookmark, no timeout for half an hour. The server
+        # waits on its socket, so it sees the hang-up at once (not at its next write).
+        stream.close()
+        watch_client.close()
+        idle_client.close()
+        assert server.wait_for_no_watches(timeout=2.0)
+        deadline = time.monotonic() + 2.0
+        while _connection_threads() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert _connection_threads() == 0
+
+
+def test_a_finished_watch_keeps_its_connection_for_the_next_request():
+    clock = FakeClock()
+    with ApiServer(clock=clock) as server, server.api_client() as api_client:
+        core = client.CoreV1Api(api_client)
+        for _ in range(3):
+            stream = core.list_namespaced_pod("default", watch=True, timeout_seconds=5,
+                                              _preload_content=False)
+            assert server.wait_for_watches(1)
+            clock.step(5)
+            assert stream.data == b""  # ended cleanly at timeoutSeconds
+            # The next request reuses the connection: once a watch has ended, the client
+            # writing to it is not a hang-up.
+            core.list_namespaced_pod("default")
+            assert server.wait_for_no_watches()
+        pool = api_client.rest_client.pool_manager.connection_from_url(server.url)
+        assert pool.num_connections == 1
+        assert [(r.verb, r.status) for r in server.request_log(resource="pods")] == [
+            ("watch", 200), ("list", 200)] * 3

@@ -1,6 +1,7 @@
 """Write rules of the embedded API server (informers/testing/strategy.py), through the official
 client: server-set metadata, name validation, optimistic concurrency, status subresource,
-finalizers, graceful pod deletion, NamespaceLifecycle and namespace deletion.
+finalizers, graceful pod deletion, NamespaceLifecycle and namespace deletion (checked against
+kube-apiserver v1.36.3).
 
 Cited behaviour: kube-apiserver ``registry/generic/registry/store.go`` and the per-kind
 strategies (``pkg/registry/core/pod/strategy.go``...), ``apimachinery/pkg/api/errors``.
@@ -17,6 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from informers.clock import FakeClock
+from informers.errors import StatusError
 from informers.testing import ApiServer
 
 WALL = "2026-01-01T00:00:00Z"  # FakeClock's default wall start
@@ -126,21 +128,167 @@ def test_create_conflicts(server, core):
              "request")
 
 
+def terminating_status(resource: str, name: str, namespace: str) -> dict[str, Any]:
+    """What kube-apiserver's NamespaceLifecycle admission answers a create in a terminating
+    namespace (lifecycle/admission.go: admission.NewForbidden plus the NamespaceTerminating
+    StatusCause; the JSON key of a cause's type is "reason"), as captured from v1.36.3."""
+    return {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": f'{resource} "{name}" is forbidden: unable to create new content in '
+                   f"namespace {namespace} because it is being terminated",
+        "reason": "Forbidden",
+        "details": {"name": name, "kind": resource, "causes": [{
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {namespace} is being terminated",
+            "field": "metadata.namespace"}]},
+        "code": 403,
+    }
+
+
+def namespace(name: str, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, **meta}}
+
+
+def configmap(name: str, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}}
+
+
+def watched(server: ApiServer, call: Any, start: str) -> list[dict[str, Any]]:
+    """The events a watch from ``start`` replays (it ends when the fake clock passes its
+    timeoutSeconds)."""
+    assert server.wait_for_no_watches()
+    stream = call(watch=True, resource_version=start, timeout_seconds=1,
+                  _preload_content=False)
+    assert server.wait_for_watches(1)
+    server.clock.step(2)
+    return [json.loads(line) for line in stream.data.splitlines()]
+
+
 def test_namespace_lifecycle_admission(server, core):
     with pytest.raises(ApiException) as info:
         core.create_namespaced_pod("missing", pod())
     # NamespaceLifecycle: errors.NewNotFound(namespaces, ns)
     assert status_of(info.value)["message"] == 'namespaces "missing" not found'
     assert info.value.status == 404
-    server.create({"apiVersion": "v1", "kind": "Namespace",
-                   "metadata": {"name": "leaving", "finalizers": ["example.com/hold"]}})
+    server.create(namespace("leaving", finalizers=["example.com/hold"]))
     core.delete_namespace("leaving")
     with pytest.raises(ApiException) as info:
         core.create_namespaced_pod("leaving", pod())
     assert info.value.status == 403
-    assert status_of(info.value)["message"] == (
-        'pods "p" is forbidden: unable to create new content in namespace leaving because it '
-        "is being terminated")
+    assert status_of(info.value) == terminating_status("pods", "p", "leaving")
+    # Admission runs before names are generated or validated, and before the store's
+    # AlreadyExists check: the name in the message is the generateName, else "Unknown".
+    for body, name in ((pod(metadata={"generateName": "web-"}), "web-"),
+                       (pod(metadata={}), "Unknown"),
+                       (pod("Not_A_Name"), "Not_A_Name")):
+        with pytest.raises(ApiException) as info:
+            core.create_namespaced_pod("leaving", body)
+        assert status_of(info.value) == terminating_status("pods", name, "leaving")
+    lease = {"metadata": {"name": "l"}}
+    with pytest.raises(ApiException) as info:
+        client.CoordinationV1Api(core.api_client).create_namespaced_lease("leaving", lease)
+    expected = terminating_status("leases", "l", "leaving")
+    expected["message"] = expected["message"].replace("leases", "leases.coordination.k8s.io")
+    expected["details"] = {"name": "l", "group": "coordination.k8s.io", "kind": "leases",
+                           "causes": expected["details"]["causes"]}
+    assert status_of(info.value) == expected
+    with pytest.raises(StatusError) as caught:  # the seeding helpers obey it too
+        server.create(configmap("c"), namespace="leaving")
+    assert caught.value.causes == expected["details"]["causes"]
+
+
+def test_deleting_a_namespace_goes_through_terminating(server, core):
+    server.create(namespace("team"))
+    server.create(pod("a"), namespace="team")
+    server.create(configmap("held", finalizers=["example.com/hold"]), namespace="team")
+    server.create(pod("keep"))
+    start = server.resource_version
+    # registry/core/namespace/storage REST.Delete: the first delete marks the namespace and
+    # answers it (200), like kube-apiserver v1.36.3.
+    answered = raw(core, "delete_namespace", "team")
+    assert answered["metadata"]["deletionTimestamp"] == WALL
+    assert "deletionGracePeriodSeconds" not in answered["metadata"]
+    assert (answered["spec"], answered["status"]) == (
+        {"finalizers": ["kubernetes"]}, {"phase": "Terminating"})
+    # The namespace controller's work: what has no finalizer is gone, the rest is marked and
+    # keeps the namespace Terminating; creates are refused, updates are not.
+    assert server.list("pods") == [server.get("pods", "default", "keep")]
+    held = server.get("configmaps", "team", "held")
+    assert held["metadata"]["deletionTimestamp"] == WALL
+    ns = server.get("namespaces", None, "team")
+    assert (ns["spec"], ns["status"]) == ({"finalizers": ["kubernetes"]}, {"phase": "Terminating"})
+    assert raw(core, "delete_namespace", "team") == ns  # a second delete changes nothing
+    with pytest.raises(ApiException) as info:
+        core.create_namespaced_config_map("team", configmap("new"))
+    assert status_of(info.value) == terminating_status("configmaps", "new", "team")
+    core.patch_namespaced_config_map("held", "team", {"metadata": {"labels": {"a": "b"}}})
+    # Dropping the last finalizer removes the object, which empties the namespace: the
+    # controller finalizes it and the namespace goes.
+    core.patch_namespaced_config_map("held", "team", {"metadata": {"finalizers": None}})
+    assert server.get("configmaps", "team", "held") is None
+    assert server.get("namespaces", None, "team") is None
+    seen = watched(server, core.list_namespace, start)
+    assert [(e["type"], e["object"]["status"]["phase"], e["object"]["spec"]) for e in seen] == [
+        ("MODIFIED", "Terminating", {"finalizers": ["kubernetes"]}),
+        ("DELETED", "Terminating", {}),  # finalized: spec.finalizers is empty (omitted)
+    ]
+    assert [(e["type"], e["object"]["metadata"]["name"])
+            for e in watched(server, core.list_pod_for_all_namespaces, start)] == [
+        ("MODIFIED", "a"), ("DELETED", "a")]  # a pod's delete marks it, then removes it
+
+
+def test_an_empty_namespace_is_finalized_at_once(server, core):
+    server.create(namespace("empty"))
+    answered = raw(core, "delete_namespace", "empty")
+    assert answered["status"] == {"phase": "Terminating"}
+    assert server.get("namespaces", None, "empty") is None
+
+
+def test_spec_finalizers_change_only_through_finalize(server, core):
+    made = raw(core, "create_namespace", namespace("ext"))
+    # namespace strategy PrepareForCreate appends the controller's finalizer; defaulting
+    # adds the name label (SetDefaults_Namespace).
+    assert made["metadata"]["labels"] == {"kubernetes.io/metadata.name": "ext"}
+    assert made["spec"] == {"finalizers": ["kubernetes"]}
+    made = raw(core, "create_namespace", {"metadata": {"name": "ext2", "labels": {"a": "b"}},
+                                          "spec": {"finalizers": ["example.com/x"]}})
+    assert made["metadata"]["labels"] == {"a": "b", "kubernetes.io/metadata.name": "ext2"}
+    assert made["spec"] == {"finalizers": ["example.com/x", "kubernetes"]}
+    # A main-resource update keeps spec.finalizers and puts the name label back.
+    made["spec"] = {"finalizers": []}
+    made["metadata"]["labels"] = {}
+    kept = raw(core, "replace_namespace", "ext2", made)
+    assert kept["spec"] == {"finalizers": ["example.com/x", "kubernetes"]}
+    assert kept["metadata"]["labels"] == {"kubernetes.io/metadata.name": "ext2"}
+    # Deleting it: the controller removes only its own finalizer, the other one holds it.
+    core.delete_namespace("ext2")
+    ns = server.get("namespaces", None, "ext2")
+    assert (ns["spec"], ns["status"]) == ({"finalizers": ["example.com/x"]},
+                                          {"phase": "Terminating"})
+    ns["spec"]["finalizers"] = []
+    finalized = raw(core, "replace_namespace_finalize", "ext2", ns)
+    assert (finalized["spec"], finalized["status"]) == ({}, {"phase": "Terminating"})
+    assert server.get("namespaces", None, "ext2") is None
+
+
+def test_namespace_deletion_admission_and_verbs(server, core):
+    for name in ("default", "kube-system", "kube-public"):
+        with pytest.raises(ApiException) as info:
+            core.delete_namespace(name)
+        assert status_of(info.value) == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+            "reason": "Forbidden", "details": {"name": name, "kind": "namespaces"},
+            "code": 403}
+    core.delete_namespace("kube-node-lease")  # not immortal
+    # The namespace storage has no DeleteCollection: the route is not served (405).
+    answer = core.api_client.call_api(
+        "DELETE", f"{core.api_client.configuration.host}/api/v1/namespaces",
+        header_params={"Authorization": f"Bearer {server.token}"})
+    answer.read()
+    assert (answer.status, json.loads(answer.data)["reason"]) == (405, "MethodNotAllowed")
+    assert [n["metadata"]["name"] for n in server.list("namespaces")] == [
+        "default", "kube-public", "kube-system"]
 
 
 def test_stale_update_is_409_conflict_and_missing_version_is_unconditional(server, core):
@@ -256,19 +404,31 @@ def test_delete_preconditions(server, core):
     assert server.get("pods", "default", "p") is None
 
 
-def test_deleting_a_namespace_removes_its_contents(server, core):
-    server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
-    server.create(pod("a"), namespace="team")
-    server.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
-                  namespace="team")
-    server.create(pod("keep"))
-    start = server.resource_version
-    core.delete_namespace("team")
-    assert server.list("pods") == [server.get("pods", "default", "keep")]
-    assert server.list("configmaps", "team") == []
-    assert server.get("namespaces", None, "team") is None
-    events = core.list_pod_for_all_namespaces(watch=True, resource_version=start,
-                                              timeout_seconds=1, _preload_content=False)
-    first = json.loads(next(iter(events.stream())).split(b"\n")[0])
-    events.close()
-    assert (first["type"], first["object"]["metadata"]["name"]) == ("DELETED", "a")
+
+
+def test_a_terminating_namespace_answers_like_kube_apiserver(any_api_server):
+    # The same assertions against the embedded server and the real kube-apiserver (v1.36.3).
+    srv = any_api_server
+    ns = srv.new_namespace("doomed")
+    srv.create(configmap("held", finalizers=["example.com/hold"]), namespace=ns)
+    api_client = srv.api_client()
+    core = client.CoreV1Api(api_client)
+    try:
+        answered = raw(core, "delete_namespace", ns)
+        assert answered["status"] == {"phase": "Terminating"}
+        assert answered["spec"] == {"finalizers": ["kubernetes"]}
+        assert answered["metadata"]["labels"] == {"kubernetes.io/metadata.name": ns}
+        assert answered["metadata"]["deletionTimestamp"]
+        assert "deletionGracePeriodSeconds" not in answered["metadata"]
+        for body, name in ((pod(), "p"), (pod(metadata={"generateName": "web-"}), "web-"),
+                           (pod(metadata={}), "Unknown")):
+            with pytest.raises(ApiException) as info:
+                core.create_namespaced_pod(ns, body)
+            assert status_of(info.value) == terminating_status("pods", name, ns)
+        # Updates of what is left are allowed; a second delete changes nothing.
+        core.patch_namespaced_config_map("held", ns, {"metadata": {"labels": {"a": "b"}}})
+        again = raw(core, "delete_namespace", ns)
+        assert again["metadata"]["resourceVersion"] == answered["metadata"]["resourceVersion"]
+    finally:
+        srv.patch("configmaps", ns, "held", {"metadata": {"finalizers": None}})
+        api_client.close()

@@ -78,16 +78,17 @@ def test_watch_from_a_version_replays_every_later_event_in_order(api_server, cor
     api_server.create(pod("b"))
     deleted = api_server.delete("pods", "default", "a")
     stream = watch(core, resource_version=rv0)
-    events = stream.take(3)
+    events = stream.take(4)
     stream.close()
     rv = int(rv0)
     # "watch from a version replays every later event in order", each with its own version;
-    # the DELETED object carries the deletion's resourceVersion (etcd3 watcher).
+    # a pod's delete first marks it (deletionTimestamp, period 0), then removes it; the
+    # DELETED object carries the deletion's resourceVersion (etcd3 watcher).
     assert summary(events) == [
         ("MODIFIED", "a", str(rv + 1)), ("ADDED", "b", str(rv + 2)),
-        ("DELETED", "a", str(rv + 3)),
+        ("MODIFIED", "a", str(rv + 3)), ("DELETED", "a", str(rv + 4)),
     ]
-    assert deleted["metadata"]["resourceVersion"] == str(rv + 3)
+    assert deleted["metadata"]["resourceVersion"] == str(rv + 4)
     assert events[0]["object"]["kind"] == "Pod" and events[0]["object"]["apiVersion"] == "v1"
     assert events[0]["object"]["metadata"]["labels"] == {"x": "1"}
 
@@ -344,7 +345,7 @@ def test_the_official_watch_helper_streams_typed_objects(api_server, core):
         seen.append((event["type"], event["object"].metadata.name))
         if len(seen) == 1:
             api_server.delete("pods", "default", "a")
-        if len(seen) == 2:
+        if len(seen) == 3:
             helper.stop()
-    assert seen == [("ADDED", "a"), ("DELETED", "a")]
+    assert seen == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]  # marked, removed
     assert helper.resource_version == api_server.resource_version

@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 
 import pytest
+from helpers import settle, wait_until
 
 from informers.clock import FakeClock
 from informers.workqueue import DelayingQueue
 from informers.workqueue.delaying_queue import MAX_WAIT
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    """Poll (real time) until the waiting thread reached a state; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not reached")
-        time.sleep(0.001)
-
-
-def settle(clock: FakeClock, next_deadline: float) -> None:
-    """Wait until the waiting thread sleeps until ``next_deadline`` (so a step cannot race it)."""
-    assert clock.wait_for_waiters(1)
-    wait_until(lambda: clock.next_deadline() == next_deadline)
 
 
 def queued(q: DelayingQueue) -> list:
@@ -212,3 +197,17 @@ def test_concurrent_add_after_keeps_each_key_once_at_its_earliest_deadline(q, cl
     assert len(seen) == len(set(seen)) == len(earliest)
     # ready in deadline order
     assert [earliest[k] for k in seen] == sorted(earliest[k] for k in seen)
+
+
+def test_waiting_len_counts_items_until_their_deadline(q, clock):
+    settle(clock, 10.0)
+    assert q.waiting_len() == 0
+    q.add_after("a", 5)
+    q.add_after("b", 7)
+    q.add_after("a", 3)  # earlier deadline: still one entry for a
+    assert q.waiting_len() == 2
+    settle(clock, 3.0)
+    clock.step(3)
+    settle(clock, 7.0)
+    assert q.waiting_len() == 1
+    assert queued(q) == ["a"]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from helpers import wait_until
 
 from informers.clock import FakeClock
 from informers.workqueue import (
@@ -29,14 +29,6 @@ from informers.workqueue.metrics import (
     QueueMetrics,
     new_queue_metrics,
 )
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not reached")
-        time.sleep(0.001)
 
 
 class Metric:

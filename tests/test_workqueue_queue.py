@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from helpers import wait_until
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -17,15 +18,6 @@ from hypothesis.stateful import (
 )
 
 from informers.workqueue import Queue
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    """Poll (real time) until another thread reached a state; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not reached")
-        time.sleep(0.001)
 
 
 def cond_waiters(q: Queue) -> int:

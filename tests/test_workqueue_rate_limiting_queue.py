@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from helpers import settle
 
 from informers.clock import FakeClock
 from informers.workqueue import (
@@ -13,20 +12,6 @@ from informers.workqueue import (
     MaxOfRateLimiter,
     RateLimitingQueue,
 )
-
-
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail("condition not reached")
-        time.sleep(0.001)
-
-
-def settle(clock: FakeClock, next_deadline: float) -> None:
-    """Wait until the waiting thread sleeps until ``next_deadline``."""
-    assert clock.wait_for_waiters(1)
-    wait_until(lambda: clock.next_deadline() == next_deadline)
 
 
 @pytest.fixture

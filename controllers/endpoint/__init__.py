@@ -15,7 +15,13 @@ from controllers.endpoint.controller import (
     EndpointController,
     StaleEndpointsCacheError,
 )
-from controllers.endpoint.desired import desired_endpoints, endpoints_up_to_date
+from controllers.endpoint.desired import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    desired_endpoints,
+    endpoints_up_to_date,
+    labels_correct_for_endpoints,
+)
 from controllers.endpoint.membership import (
     pod_endpoints_changed,
     pod_service_memberships,
@@ -51,12 +57,15 @@ from controllers.endpoint.truncate import (
     capacity_annotation_set_correctly,
     truncate_subsets,
 )
+from controllers.endpoint.write_echoes import Echo, WriteEchoTracker
 from controllers.endpoint.writer import EndpointsWriter, EventRecorderLike
 
 __all__ = [
     "CONTROLLER_NAME",
     "HEADLESS_SERVICE_LABEL",
     "LEADER_ELECTION_ANNOTATION",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
     "MAX_CAPACITY",
     "MAX_RETRIES",
     "OVER_CAPACITY_ANNOTATION",
@@ -64,6 +73,7 @@ __all__ = [
     "TRIGGER_TIME_ANNOTATION",
     "TRUNCATED",
     "ComputedSubsets",
+    "Echo",
     "EndpointController",
     "EndpointsWriter",
     "EventRecorderLike",
@@ -72,6 +82,7 @@ __all__ = [
     "SyncMetrics",
     "SyncMetricsSnapshot",
     "TriggerTimeTracker",
+    "WriteEchoTracker",
     "capacity_annotation_set_correctly",
     "compute_subsets",
     "desired_endpoints",
@@ -80,6 +91,7 @@ __all__ = [
     "format_rfc3339_nano",
     "is_pod_ready",
     "is_service_ip_set",
+    "labels_correct_for_endpoints",
     "parse_rfc3339",
     "pod_endpoints_changed",
     "pod_service_memberships",

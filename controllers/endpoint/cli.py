@@ -50,7 +50,6 @@ from informers.leaderelection import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
     DEFAULT_RETRY_PERIOD,
-    set_provider,
 )
 from informers.leaderelection import PrometheusMetricsProvider as LeaderMetricsProvider
 from informers.manager import LeaderElectionConfig, Manager
@@ -403,17 +402,11 @@ class EndpointControllerCommand:
                 lease_duration=opts.lease_duration, renew_deadline=opts.renew_deadline,
                 retry_period=opts.retry_period, release_on_cancel=True,
             )
-        # The manager builds its elector on the process-wide provider: point it at this
-        # run's registry while the manager is built, then put the previous one back.
-        previous = set_provider(leader_metrics) if leader_metrics is not None else None
-        try:
-            self.manager = Manager(
-                self.api_client, factory=factory, leader_election=election,
-                health_address=opts.metrics_address, metrics_registry=registry,
-            )
-        finally:
-            if previous is not None:
-                set_provider(previous)
+        self.manager = Manager(
+            self.api_client, factory=factory, leader_election=election,
+            leader_election_metrics_provider=leader_metrics,
+            health_address=opts.metrics_address, metrics_registry=registry,
+        )
         self.factory = factory
         workers = opts.workers
         self.manager.add_runnable(lambda stop: controller.run(workers, stop),

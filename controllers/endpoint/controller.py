@@ -32,6 +32,7 @@ from controllers.endpoint.metrics import SyncMetrics
 from controllers.endpoint.stale_tracker import StaleEndpointsTracker
 from controllers.endpoint.subsets import compute_subsets
 from controllers.endpoint.trigger_time import TriggerTimeTracker
+from controllers.endpoint.write_echoes import Echo, WriteEchoTracker
 from controllers.endpoint.writer import EndpointsWriter, EventRecorderLike
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import ApiConnectionError, InformersError, NotFoundError, StatusError
@@ -140,16 +141,18 @@ class EndpointController:
     add/update/delete for the Services selecting the pod (old and new labels on a label
     change, nothing unless fields the Endpoints depend on changed) after ``batch_period``;
     Endpoints delete at once. Deviation from upstream, on by default
-    (``watch_endpoints_updates``): an Endpoints added or updated by someone else (its
-    resourceVersion is not one this controller wrote) whose Service exists and has a selector
-    is re-synced at once, so hand edits are corrected instead of lingering until the next
-    pod or Service change.
+    (``watch_endpoints_updates``): an Endpoints added or updated by someone else whose Service
+    exists and has a selector is re-synced at once (logged at INFO), so hand edits are
+    corrected instead of lingering until the next pod or Service change. The watch echoes of
+    this controller's own writes are told apart by their resourceVersions
+    (:class:`~controllers.endpoint.write_echoes.WriteEchoTracker`), also when an echo arrives
+    before the write returns or after a later write (logged at DEBUG, no sync).
 
     **sync_service** reads only listers (never the API) and writes through ``api_client``.
 
     **Thread safety**: handlers run on the informers' listener threads, syncs on the worker
-    threads; they share only thread-safe parts (the work queue, listers, the trigger-time and
-    stale trackers, metrics, and a lock-guarded map of the versions we wrote). The work queue
+    threads; they share only thread-safe parts (the work queue, listers, the trigger-time,
+    stale and write-echo trackers, metrics). The work queue
     never hands one key to two workers, so syncs of one Service never overlap. Cached objects
     are never mutated: writes deep-copy them. :meth:`run` may be called once.
 
@@ -220,8 +223,7 @@ class EndpointController:
         )
         self._trigger_times = TriggerTimeTracker()
         self._stale = StaleEndpointsTracker()
-        self._written_lock = threading.Lock()
-        self._written: dict[str, str] = {}  # key -> resourceVersion of our last write
+        self._echoes = WriteEchoTracker()
         self._warned_lock = threading.Lock()
         # key -> (service resourceVersion, problems already logged for it)
         self._warned: dict[str, tuple[str, set[str]]] = {}
@@ -315,9 +317,15 @@ class EndpointController:
         except ValueError:
             return
         rv = _meta(endpoints).get("resourceVersion")
-        with self._written_lock:
-            if self._written.get(key) == rv:
-                return  # the echo of our own write
+        rv = rv if isinstance(rv, str) else None
+        verdict = self._echoes.classify(key, rv)
+        if verdict is Echo.OWN:
+            logger.debug("Endpoints %s: watch echo of our own write (resourceVersion %s)", key, rv)
+            return
+        if verdict is Echo.PENDING:
+            logger.debug("Endpoints %s changed (resourceVersion %s) while our write is in "
+                         "flight; deciding when it returns", key, rv)
+            return
         namespace, name = split_meta_namespace_key(key)
         try:
             service = self._services.by_namespace(namespace).get(name)
@@ -326,6 +334,9 @@ class EndpointController:
         spec = _map(_map(service).get("spec"))
         if spec.get("type") == "ExternalName" or spec.get("selector") is None:
             return  # not ours to manage
+        self._on_foreign_write(key, rv)
+
+    def _on_foreign_write(self, key: str, rv: str | None) -> None:
         logger.info(
             "Endpoints %s was changed by another writer (resourceVersion %s); syncing it", key, rv
         )
@@ -454,8 +465,7 @@ class EndpointController:
                 logger.debug("Deleted endpoints %s: its service is gone", key)
             self._trigger_times.delete_service(namespace, name)
             self._stale.delete(namespace, name)
-            with self._written_lock:
-                self._written.pop(key, None)
+            self._echoes.forget(key)
             with self._warned_lock:
                 self._warned.pop(key, None)
             return "deleted"
@@ -504,21 +514,31 @@ class EndpointController:
     def _write(
         self, key: str, namespace: str, current: Any, new: dict[str, Any], creating: bool
     ) -> str:
-        if creating:
-            answer = self.writer.create(key, namespace, new)
-            if answer is None:
-                return "skipped"  # the namespace is terminating: drop the key
-        else:
-            answer = self.writer.update(key, namespace, new)
-        new_rv = _meta(answer).get("resourceVersion")
-        if isinstance(new_rv, str) and new_rv:
-            with self._written_lock:
-                self._written[key] = new_rv
-        # Only a changed resourceVersion makes the cached one stale: an update can be a no-op
-        # on the server (a truncated Endpoints is re-PUT on every sync), kubernetes#127370.
-        if not creating and new_rv != _meta(current).get("resourceVersion"):
-            self._stale.stale(current)
-        return "created" if creating else "updated"
+        track = self.watch_endpoints_updates
+        if track:  # before sending: the echo may be delivered before the write returns
+            self._echoes.write_started(key)
+        produced: str | None = None
+        try:
+            if creating:
+                answer = self.writer.create(key, namespace, new)
+                if answer is None:
+                    return "skipped"  # the namespace is terminating: drop the key
+            else:
+                answer = self.writer.update(key, namespace, new)
+            new_rv = _meta(answer).get("resourceVersion")
+            # Only a changed resourceVersion makes the cached one stale (and has an echo): an
+            # update can be a no-op on the server (a truncated Endpoints is re-PUT on every
+            # sync), kubernetes#127370.
+            if new_rv != _meta(current).get("resourceVersion"):
+                if not creating:
+                    self._stale.stale(current)
+                if isinstance(new_rv, str):
+                    produced = new_rv
+            return "created" if creating else "updated"
+        finally:
+            if track:
+                for rv in self._echoes.write_finished(key, produced):
+                    self._on_foreign_write(key, rv)
 
     # -- bad input ---------------------------------------------------------------------------------
 

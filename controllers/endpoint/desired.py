@@ -2,8 +2,9 @@
 
 The object-level steps of the endpoints controller's ``syncService`` (§A.4 steps 9 and 10 of
 ``reference/endpoints-and-kubelet.md``): labels, the trigger-time and over-capacity
-annotations, truncation and the headless label. Pure and thread-safe; cached objects passed in
-are deep-copied, never modified.
+annotations, truncation, the headless label and the managed-by label (as in Kubernetes
+v1.33+, kubernetes#130564; the release our real-control-plane tests pin, v1.36, writes it).
+Pure and thread-safe; cached objects passed in are deep-copied, never modified.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.endpoint.repack import subsets_equal_ignore_resource_version
+from controllers.endpoint.repack import repack_subsets, subsets_equal_ignore_resource_version
 from controllers.endpoint.subsets import is_service_ip_set
 from controllers.endpoint.trigger_time import TRIGGER_TIME_ANNOTATION, format_rfc3339_nano
 from controllers.endpoint.truncate import (
@@ -24,14 +25,25 @@ from controllers.endpoint.truncate import (
 
 __all__ = [
     "HEADLESS_SERVICE_LABEL",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
     "desired_endpoints",
     "endpoints_up_to_date",
+    "labels_correct_for_endpoints",
     "string_map",
 ]
 
 HEADLESS_SERVICE_LABEL = "service.kubernetes.io/headless"
 """Put (with value ``""``) on the Endpoints of a Service without a cluster IP
 (k8s.io/api core/v1 ``IsHeadlessService``)."""
+
+MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
+"""Put on every Endpoints this controller writes, with :data:`MANAGED_BY_VALUE`
+(endpoints_controller.go ``LabelManagedBy``, Kubernetes v1.33+)."""
+
+MANAGED_BY_VALUE = "endpoint-controller"
+"""The managed-by label's value: the controller's name (endpoints_controller.go
+``ControllerName``)."""
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -48,25 +60,48 @@ def string_map(value: Any) -> dict[str, str]:
 def endpoints_up_to_date(
     current: Mapping[str, Any], subsets: list[dict[str, Any]], service_labels: Mapping[str, str]
 ) -> bool:
-    """Whether an existing Endpoints needs no write (§A.4 step 9).
+    """Whether an existing Endpoints needs no write (§A.4 step 9, as in Kubernetes v1.36).
 
-    True iff its subsets equal ``subsets`` (:func:`subsets_equal_ignore_resource_version`),
-    its labels without the headless label equal the Service's (absent and ``{}`` alike), and
-    it is within capacity without the over-capacity annotation. So the headless label alone
-    never causes a write, and any other extra label does.
+    True iff its subsets equal ``subsets`` (:func:`subsets_equal_ignore_resource_version`), as
+    they are or once repacked (so subsets another writer ordered differently, e.g.
+    kube-controller-manager v1.33+, whose subset order comes from another hash, are not
+    rewritten), its labels are right (:func:`labels_correct_for_endpoints`) and it is within
+    capacity without the over-capacity annotation.
     """
     meta = _map(current.get("metadata"))
-    labels = meta.get("labels")
-    if labels is None:
-        labels = {}
-    if not isinstance(labels, Mapping):
-        return False
-    compare = {k: v for k, v in labels.items() if k != HEADLESS_SERVICE_LABEL}
+    current_subsets = current.get("subsets")
     return (
-        compare == dict(service_labels)
-        and subsets_equal_ignore_resource_version(current.get("subsets"), subsets)
-        and capacity_annotation_set_correctly(_map(meta.get("annotations")), current.get("subsets"))
+        labels_correct_for_endpoints(meta.get("labels"), service_labels)
+        and (
+            subsets_equal_ignore_resource_version(current_subsets, subsets)
+            or (isinstance(current_subsets, list)
+                and all(isinstance(s, Mapping) for s in current_subsets)
+                and subsets_equal_ignore_resource_version(repack_subsets(current_subsets),
+                                                          subsets))
+        )
+        and capacity_annotation_set_correctly(_map(meta.get("annotations")), current_subsets)
     )
+
+
+def labels_correct_for_endpoints(labels: Any, service_labels: Mapping[str, str]) -> bool:
+    """``labelsCorrectForEndpoints``: the Endpoints' labels are the Service's plus the
+    headless label (present or not) and the managed-by label, which must be there with
+    :data:`MANAGED_BY_VALUE`.
+
+    So the headless label alone never causes a write, a missing or foreign managed-by label
+    does, and so does any other extra label. A Service labelled with the managed-by key itself
+    never matches (Go counts the label as skipped on the Endpoints but not on the Service):
+    its Endpoints is rewritten on every sync, as upstream.
+    """
+    if not isinstance(labels, Mapping) or labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+        return False
+    skipped = 0
+    for key, value in labels.items():
+        if key in (HEADLESS_SERVICE_LABEL, MANAGED_BY_LABEL):
+            skipped += 1
+        elif key not in service_labels or service_labels[key] != value:
+            return False
+    return len(service_labels) == len(labels) - skipped
 
 
 def desired_endpoints(
@@ -83,7 +118,9 @@ def desired_endpoints(
 
     * ``subsets``: ``subsets`` truncated to capacity (left out when empty);
     * ``labels``: exactly the Service's labels, plus ``service.kubernetes.io/headless: ""``
-      when the Service has no cluster IP (left out when empty);
+      when the Service has no cluster IP, and always
+      ``endpoints.kubernetes.io/managed-by: endpoint-controller`` (overriding a Service label
+      of that key, as upstream);
     * ``annotations``: the current ones, with the trigger time set (RFC 3339 in UTC, Go's
       ``RFC3339Nano``) or removed when ``trigger_time`` is ``None``, and
       ``endpoints.kubernetes.io/over-capacity: truncated`` set or removed (left out when
@@ -116,6 +153,7 @@ def desired_endpoints(
         labels[HEADLESS_SERVICE_LABEL] = ""
     else:
         labels.pop(HEADLESS_SERVICE_LABEL, None)
+    labels[MANAGED_BY_LABEL] = MANAGED_BY_VALUE
     for field, value in (("labels", labels), ("annotations", annotations)):
         if value:
             meta[field] = value

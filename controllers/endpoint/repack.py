@@ -11,19 +11,23 @@ encoder writes a ``v1.EndpointSubset``: unknown keys dropped, empty lists and em
 (even to ``""``, as Go's pointers are), and ``port`` always present.
 
 Ordering is reproduced exactly: addresses sort by IP bytes then target UID, and ports and
-subsets sort by the MD5 of the Go ``spew`` dump (``%#v`` with ``k8s.io/utils/dump.ForHash``'s
-settings) of the Go struct, which this module builds byte for byte. So the subsets written by
-our controller are in the very order kube-controller-manager writes them, and a takeover from
-it causes no rewrite.
+subsets sort by the 128-bit FNV-1a hash (Go's ``hash/fnv.New128a``, as util.go's
+``portsByHash`` / ``subsetsByHash`` use since Kubernetes 1.36) of the Go ``spew`` dump (``%#v``
+with ``k8s.io/utils/dump.ForHash``'s settings, fed by ``pkg/util/hash.DeepHashObject``) of the
+Go struct, which this module builds byte for byte. So the subsets written by our controller are
+in the very order kube-controller-manager v1.36 writes them, and a takeover from it causes no
+rewrite.
 
 All functions are pure and thread-safe; inputs are never mutated.
 """
 
 from __future__ import annotations
 
-import hashlib
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
+
+from cachetools import LRUCache
 
 __all__ = [
     "address_sort_key",
@@ -197,12 +201,53 @@ def _spew_list(items: Sequence[str]) -> str:
     return "[" + " ".join(items) + "]" if items else "<nil>"
 
 
-def _port_hash(port: Mapping[str, Any]) -> bytes:
-    dump = "(v1.EndpointPort)" + _spew_port_fields(port)
-    return hashlib.md5(dump.encode(), usedforsecurity=False).digest()
+# FNV-1a, 128 bits (Go hash/fnv fnv.go: offset128Higher/Lower, prime128Shift/Lower).
+_FNV128_OFFSET = 0x6C62272E07BB014262B821756295C58D
+_FNV128_PRIME = 0x0000000001000000000000000000013B
+_MASK128 = (1 << 128) - 1
 
 
-def _subset_hash(subset: Mapping[str, Any]) -> bytes:
+def _fnv128a(data: bytes) -> int:
+    """FNV-1a 128 of ``data`` as an int; ``Sum(nil)`` is its 16 big-endian bytes, so comparing
+    these ints orders like Go's ``bytes.Compare`` of the sums."""
+    h = _FNV128_OFFSET
+    prime = _FNV128_PRIME
+    mask = _MASK128
+    for byte in data:
+        h = ((h ^ byte) * prime) & mask
+    return h
+
+
+# Pure-Python FNV-128a costs about 130 ns a byte, and a subset's dump holds every address, so
+# the hashes of recent dumps are kept: resyncs and repeated syncs of an unchanged Service
+# rehash the same dumps. Bounded by the total size of the dumps kept (16 MiB).
+_HASH_CACHE_BYTES = 16 * 1024 * 1024
+# Values are (size of the dump, hash): cachetools sizes entries by their value.
+_hash_cache: LRUCache[bytes, tuple[int, int]] = LRUCache(
+    maxsize=_HASH_CACHE_BYTES, getsizeof=lambda entry: entry[0]
+)
+_hash_cache_lock = threading.Lock()
+
+
+def _dump_hash(dump: str) -> int:
+    """``_fnv128a`` of a spew dump, through the bounded cache. Thread-safe."""
+    data = dump.encode()
+    with _hash_cache_lock:
+        cached = _hash_cache.get(data)
+    if cached is not None:
+        return cached[1]
+    value = _fnv128a(data)
+    if len(data) <= _HASH_CACHE_BYTES:
+        with _hash_cache_lock:
+            _hash_cache[data] = (len(data), value)
+    return value
+
+
+def _port_hash(port: Mapping[str, Any]) -> int:
+    return _dump_hash("(v1.EndpointPort)" + _spew_port_fields(port))
+
+
+def _subset_hash(subset: Mapping[str, Any]) -> int:
     dump = (
         "(v1.EndpointSubset){Addresses:([]v1.EndpointAddress)"
         + _spew_list([_spew_address(a) for a in subset.get("addresses", ())])
@@ -212,15 +257,15 @@ def _subset_hash(subset: Mapping[str, Any]) -> bytes:
         + _spew_list([_spew_port_fields(p) for p in subset.get("ports", ())])
         + "}"
     )
-    return hashlib.md5(dump.encode(), usedforsecurity=False).digest()
+    return _dump_hash(dump)
 
 
 def sort_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``SortSubsets``: normalize, then sort addresses, ports and the subsets themselves.
 
-    Addresses (ready and not ready) by :func:`address_sort_key`; ports and subsets by the MD5
-    digest of their Go spew dump, compared as bytes, as util.go's ``portsByHash`` and
-    ``subsetsByHash`` do. Returns a new list.
+    Addresses (ready and not ready) by :func:`address_sort_key`; ports and subsets by the
+    FNV-1a 128 sum of their Go spew dump, compared as big-endian bytes, as util.go's
+    ``portsByHash`` and ``subsetsByHash`` do. Returns a new list.
     """
     return _sort_normalized([normalize_subset(subset) for subset in subsets])
 
@@ -231,9 +276,11 @@ def _sort_normalized(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for field in ("addresses", "notReadyAddresses"):
             if field in norm:
                 norm[field].sort(key=address_sort_key)
-        if "ports" in norm:
-            norm["ports"].sort(key=_port_hash)
-    out.sort(key=_subset_hash)
+        ports = norm.get("ports")
+        if ports is not None and len(ports) > 1:  # a lone entry needs no hash (Go: no Less call)
+            ports.sort(key=_port_hash)
+    if len(out) > 1:
+        out.sort(key=_subset_hash)
     return out
 
 

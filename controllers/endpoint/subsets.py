@@ -31,6 +31,7 @@ from controllers.endpoint.repack import repack_normalized
 __all__ = [
     "CLUSTER_IP_NONE",
     "ComputedSubsets",
+    "canonical_ip",
     "compute_subsets",
     "endpoint_port_from_service_port",
     "find_port",
@@ -115,23 +116,43 @@ _SLOPPY_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 
 
 @functools.lru_cache(maxsize=65536)
-def ip_family(text: str) -> int | None:
-    """4 or 6 for an IP that ``k8s.io/utils/net.ParseIPSloppy`` accepts, else ``None``.
-
-    IPv4-mapped IPv6 addresses count as IPv4 and dotted quads with leading zeros are accepted,
-    as in Go; zones (``%eth0``) are not.
-    """
+def _parse_ip_sloppy(text: str) -> tuple[int, str] | None:
+    """(family, Go's ``net.IP.String()`` of it) for an IP ``ParseIPSloppy`` accepts."""
     if not text or "%" in text:
         return None
     try:
         ip = ipaddress.ip_address(text)
     except ValueError:
         if _SLOPPY_IPV4.fullmatch(text) and all(int(part) <= 255 for part in text.split(".")):
-            return 4
+            return 4, ".".join(str(int(part)) for part in text.split("."))
         return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is None:
-        return 6
-    return 4
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is None:
+            return 6, ip.compressed  # RFC 5952, as Go prints IPv6
+        return 4, str(ip.ipv4_mapped)  # Go prints a 16-byte IPv4-mapped IP as IPv4
+    return 4, str(ip)
+
+
+def ip_family(text: str) -> int | None:
+    """4 or 6 for an IP that ``k8s.io/utils/net.ParseIPSloppy`` accepts, else ``None``.
+
+    IPv4-mapped IPv6 addresses count as IPv4 and dotted quads with leading zeros are accepted,
+    as in Go; zones (``%eth0``) are not.
+    """
+    parsed = _parse_ip_sloppy(text)
+    return None if parsed is None else parsed[0]
+
+
+def canonical_ip(text: str) -> str | None:
+    """The IP as Go's ``net.IP.String()`` writes what ``ParseIPSloppy`` read, else ``None``.
+
+    IPv6 in RFC 5952 form (lower case, no leading zeros, the longest run of two or more zero
+    groups, the first of equals, as ``::``); IPv4 and IPv4-mapped IPv6 as a plain dotted quad
+    without leading zeros. The endpoints controller writes pod IPs this way (``ip.String()``
+    in ``podToEndpointAddressForService``), however the pod spells them.
+    """
+    parsed = _parse_ip_sloppy(text)
+    return None if parsed is None else parsed[1]
 
 
 def is_ipv6_string(text: str) -> bool:
@@ -149,9 +170,11 @@ def pod_to_endpoint_address(
 
     The IP family is the Service's ``spec.ipFamilies[0]`` if set; else that of a set
     ``spec.clusterIP`` (not ``"None"``); else that of the pod's ``status.podIP``. The address
-    IP is the first ``status.podIPs`` entry of that family (only ``podIPs`` is scanned);
-    ``None`` when there is none. Entries that are not IPs at all are skipped with a warning
-    (Go would treat them as IPv4 and then fail to write the Endpoints). The result is
+    IP is the first ``status.podIPs`` entry of that family (only ``podIPs`` is scanned), in
+    canonical form (:func:`canonical_ip`: ``FD00::0A`` is written ``fd00::a``, as Go
+    restringifies it); ``None`` when there is none. Entries that are not IPs at all are
+    skipped with a warning (Go would treat them as IPv4 and then fail to write the
+    Endpoints). The result is
     ``{"ip", "nodeName", "targetRef": {"kind": "Pod", "namespace", "name", "uid"}}``:
     ``nodeName`` is always present (``""`` when
     unscheduled) and ``targetRef`` has no ``resourceVersion``; empty reference fields are left
@@ -170,14 +193,14 @@ def pod_to_endpoint_address(
     endpoint_ip = ""
     for pod_ip in _list(_map(pod.get("status")).get("podIPs")):
         ip = _str(_map(pod_ip).get("ip"))
-        family = ip_family(ip)
-        if family is None:
+        parsed = _parse_ip_sloppy(ip)
+        if parsed is None:
             # Go would take an unparseable string as an IPv4 address, and the API server would
             # then reject the whole Endpoints; we leave it out instead.
             logger.warning("pod %s: ignoring malformed status.podIPs entry %r", _name(pod), ip)
             continue
-        if want_v6 == (family == 6):
-            endpoint_ip = ip
+        if want_v6 == (parsed[0] == 6):
+            endpoint_ip = parsed[1]
             break
     if not endpoint_ip:
         return None

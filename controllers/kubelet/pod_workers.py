@@ -194,6 +194,12 @@ class PodWorkers:
             worker = self._workers.get(uid)
             return worker is not None and (worker.working or worker.pending is not None)
 
+    def pending_retries(self) -> int:
+        """How many failed pods wait for their backoff to end before being synced again."""
+        with self._lock:
+            queue = self._retry_queue
+        return 0 if queue is None else queue.waiting_len()
+
     def worker_uids(self) -> list[str]:
         """UIDs that currently have a worker thread."""
         with self._lock:

@@ -119,6 +119,13 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _list_at(value: Any, path: str, errs: list[str]) -> list[Any]:
+    """``value`` as a list; anything else but ``None`` is an error and counts as empty."""
+    if value is not None and not isinstance(value, list):
+        errs.append(_invalid(path, value, "must be a list"))
+    return _list(value)
+
+
 _LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
@@ -127,6 +134,19 @@ _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character"
 )
+
+
+def _validate_unique_name(name: Any, path: str, seen: set[str], errs: list[str]) -> None:
+    """The ``name`` at ``path`` is required, a DNS-1123 label and not in ``seen`` (then it is
+    added): the rule for volume and container names."""
+    if not name:
+        errs.append(_required(path))
+    elif not is_dns1123_label(name):
+        errs.append(_invalid(path, name, _LABEL_MSG))
+    elif name in seen:
+        errs.append(f"{path}: Duplicate value: {_q(name)}")
+    else:
+        seen.add(name)
 
 
 def _validate_metadata(meta: Any, errs: list[str]) -> None:
@@ -176,25 +196,12 @@ def _validate_metadata(meta: Any, errs: list[str]) -> None:
 
 def _validate_volumes(volumes: Any, errs: list[str]) -> set[str]:
     names: set[str] = set()
-    if volumes is None:
-        return names
-    if not isinstance(volumes, list):
-        errs.append(_invalid("spec.volumes", volumes, "must be a list"))
-        return names
-    for i, vol in enumerate(volumes):
+    for i, vol in enumerate(_list_at(volumes, "spec.volumes", errs)):
         path = f"spec.volumes[{i}]"
         if not isinstance(vol, Mapping):
             errs.append(_invalid(path, vol, "must be an object"))
             continue
-        name = vol.get("name")
-        if not name:
-            errs.append(_required(f"{path}.name"))
-        elif not is_dns1123_label(name):
-            errs.append(_invalid(f"{path}.name", name, _LABEL_MSG))
-        elif name in names:
-            errs.append(f"{path}.name: Duplicate value: {_q(name)}")
-        else:
-            names.add(name)
+        _validate_unique_name(vol.get("name"), f"{path}.name", names, errs)
         kinds = [k for k in VOLUME_TYPES if vol.get(k) is not None]
         if not kinds:
             errs.append(_required(path, "must specify a volume type"))
@@ -210,15 +217,7 @@ def _validate_container(
     if not isinstance(c, Mapping):
         errs.append(_invalid(path, c, "must be an object"))
         return
-    name = c.get("name")
-    if not name:
-        errs.append(_required(f"{path}.name"))
-    elif not is_dns1123_label(name):
-        errs.append(_invalid(f"{path}.name", name, _LABEL_MSG))
-    elif name in seen_names:
-        errs.append(f"{path}.name: Duplicate value: {_q(name)}")
-    else:
-        seen_names.add(name)
+    _validate_unique_name(c.get("name"), f"{path}.name", seen_names, errs)
     image = c.get("image")
     if not isinstance(image, str) or not image:
         errs.append(_required(f"{path}.image"))
@@ -233,11 +232,8 @@ def _validate_container(
         errs.append(
             _unsupported(f"{path}.terminationMessagePolicy", message_policy, _MESSAGE_POLICIES)
         )
-    ports = c.get("ports")
-    if ports is not None and not isinstance(ports, list):
-        errs.append(_invalid(f"{path}.ports", ports, "must be a list"))
     port_names: set[str] = set()
-    for j, port in enumerate(_list(ports)):
+    for j, port in enumerate(_list_at(c.get("ports"), f"{path}.ports", errs)):
         ppath = f"{path}.ports[{j}]"
         if not isinstance(port, Mapping):
             errs.append(_invalid(ppath, port, "must be an object"))
@@ -267,10 +263,7 @@ def _validate_container(
                 errs.append(f"{ppath}.name: Duplicate value: {_q(pname)}")
             else:
                 port_names.add(pname)
-    env = c.get("env")
-    if env is not None and not isinstance(env, list):
-        errs.append(_invalid(f"{path}.env", env, "must be a list"))
-    for j, var in enumerate(_list(env)):
+    for j, var in enumerate(_list_at(c.get("env"), f"{path}.env", errs)):
         epath = f"{path}.env[{j}]"
         vname = _map(var).get("name")
         if not vname:
@@ -280,11 +273,8 @@ def _validate_container(
                                  "a valid environment variable name must consist of alphabetic "
                                  "characters, digits, '_', '-', or '.', and must not start with "
                                  "a digit"))
-    mounts = c.get("volumeMounts")
-    if mounts is not None and not isinstance(mounts, list):
-        errs.append(_invalid(f"{path}.volumeMounts", mounts, "must be a list"))
     mount_paths: set[str] = set()
-    for j, mount in enumerate(_list(mounts)):
+    for j, mount in enumerate(_list_at(c.get("volumeMounts"), f"{path}.volumeMounts", errs)):
         mpath = f"{path}.volumeMounts[{j}]"
         m = _map(mount)
         mname = m.get("name")
@@ -317,11 +307,7 @@ def validate_pod(pod: Mapping[str, Any]) -> list[str]:
     host_network = spec.get("hostNetwork") is True
     names: set[str] = set()
     for key in ("initContainers", "containers"):
-        items = spec.get(key)
-        if items is not None and not isinstance(items, list):
-            errs.append(_invalid(f"spec.{key}", items, "must be a list"))
-            continue
-        for i, c in enumerate(_list(items)):
+        for i, c in enumerate(_list_at(spec.get(key), f"spec.{key}", errs)):
             _validate_container(c, f"spec.{key}[{i}]", volumes, names, host_network, errs)
     if not _list(spec.get("containers")) and isinstance(spec.get("containers", []), list):
         errs.append(_required("spec.containers"))
@@ -359,17 +345,31 @@ def _containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
                 yield c
 
 
+def _env_references(spec: Mapping[str, Any], env_from_ref: str, key_ref: str) -> bool:
+    """A container's ``envFrom`` has an ``env_from_ref``, or an ``env`` entry's ``valueFrom``
+    a ``key_ref`` (a Secret's or a ConfigMap's)."""
+    for c in _containers(spec):
+        for env_from in _list(c.get("envFrom")):
+            if _map(env_from).get(env_from_ref) is not None:
+                return True
+        for var in _list(c.get("env")):
+            if _map(_map(var).get("valueFrom")).get(key_ref) is not None:
+                return True
+    return False
+
+
+def _projects(volume: Mapping[str, Any], kind: str) -> bool:
+    """A projected volume with a source of ``kind`` (``secret``, ``configMap``...)."""
+    sources = _list(_map(volume.get("projected")).get("sources"))
+    return any(_map(source).get(kind) is not None for source in sources)
+
+
 def _references_secret(spec: Mapping[str, Any]) -> bool:
     """podutil ``VisitPodSecretNames`` found at least one name."""
     if _list(spec.get("imagePullSecrets")):
         return True
-    for c in _containers(spec):
-        for env_from in _list(c.get("envFrom")):
-            if _map(env_from).get("secretRef") is not None:
-                return True
-        for var in _list(c.get("env")):
-            if _map(_map(var).get("valueFrom")).get("secretKeyRef") is not None:
-                return True
+    if _env_references(spec, "secretRef", "secretKeyRef"):
+        return True
     for vol in _list(spec.get("volumes")):
         v = _map(vol)
         if v.get("secret") is not None or v.get("azureFile") is not None:
@@ -379,28 +379,19 @@ def _references_secret(spec: Mapping[str, Any]) -> bool:
                 return True
         if _map(v.get("csi")).get("nodePublishSecretRef") is not None:
             return True
-        for source in _list(_map(v.get("projected")).get("sources")):
-            if _map(source).get("secret") is not None:
-                return True
+        if _projects(v, "secret"):
+            return True
     return False
 
 
 def _references_config_map(spec: Mapping[str, Any]) -> bool:
     """podutil ``VisitPodConfigmapNames`` found at least one name."""
-    for c in _containers(spec):
-        for env_from in _list(c.get("envFrom")):
-            if _map(env_from).get("configMapRef") is not None:
-                return True
-        for var in _list(c.get("env")):
-            if _map(_map(var).get("valueFrom")).get("configMapKeyRef") is not None:
-                return True
+    if _env_references(spec, "configMapRef", "configMapKeyRef"):
+        return True
     for vol in _list(spec.get("volumes")):
         v = _map(vol)
-        if v.get("configMap") is not None:
+        if v.get("configMap") is not None or _projects(v, "configMap"):
             return True
-        for source in _list(_map(v.get("projected")).get("sources")):
-            if _map(source).get("configMap") is not None:
-                return True
     return False
 
 

@@ -11,12 +11,8 @@ never the API server.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
-
-from kubernetes import config
 
 from informers import (
     GenericInformer,
@@ -26,7 +22,7 @@ from informers import (
     meta_namespace_key_func,
 )
 from informers.signals import SignalHandler
-from informers.testing import ApiServer
+from informers.testing import ApiServer, connect
 
 BY_NODE = "by-node"
 """Our custom index: pods by ``spec.nodeName``."""
@@ -87,20 +83,11 @@ def demo(server: ApiServer, pods: GenericInformer, stop: threading.Event) -> Non
     show(pods)
 
 
-@contextlib.contextmanager
-def cluster(kubeconfig: str | None) -> Iterator[tuple[Any, ApiServer | None]]:
-    """An API client for the cluster of ``kubeconfig``, or for a new embedded API server."""
-    if kubeconfig:
-        with contextlib.closing(config.new_client_from_config(config_file=kubeconfig)) as api:
-            yield api, None
-    else:
-        with ApiServer() as server, contextlib.closing(server.api_client()) as api:
-            seed(server)
-            yield api, server
-
-
 def run(kubeconfig: str | None, duration: float | None, stop: threading.Event) -> int:
-    with cluster(kubeconfig) as (api_client, server):
+    # The cluster of the kubeconfig, or else a new embedded API server with the demo's pods.
+    with connect(kubeconfig) as (api_client, server):
+        if server is not None:
+            seed(server)
         factory = SharedInformerFactory(api_client)
         pods = factory.core().v1().pods()
         pods.informer().add_indexers({BY_NODE: node_name_index})

@@ -13,12 +13,8 @@ processed once. (``informers.controller.Controller`` packages this loop; example
 from __future__ import annotations
 
 import argparse
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
-
-from kubernetes import config
 
 from informers import (
     ListWatch,
@@ -30,7 +26,7 @@ from informers import (
     wait_for_cache_sync,
 )
 from informers.signals import SignalHandler
-from informers.testing import ApiServer
+from informers.testing import ApiServer, connect
 from informers.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
 MAX_RETRIES = 5
@@ -149,20 +145,11 @@ def wait_for(controller: Controller, outcomes: dict[str, str], stop: threading.E
         stop.wait(0.02)
 
 
-@contextlib.contextmanager
-def cluster(kubeconfig: str | None) -> Iterator[tuple[Any, ApiServer | None]]:
-    """An API client for the cluster of ``kubeconfig``, or for a new embedded API server."""
-    if kubeconfig:
-        with contextlib.closing(config.new_client_from_config(config_file=kubeconfig)) as api:
-            yield api, None
-    else:
-        with ApiServer() as server, contextlib.closing(server.api_client()) as api:
-            server.create(pod("web-0"))
-            yield api, server
-
-
 def run(args: argparse.Namespace, stop: threading.Event) -> int:
-    with cluster(args.kubeconfig) as (api_client, server):
+    # The cluster of the kubeconfig, or else a new embedded API server with one pod.
+    with connect(args.kubeconfig) as (api_client, server):
+        if server is not None:
+            server.create(pod("web-0"))
         controller = new_controller(api_client, args.namespace)
         runner = threading.Thread(target=controller.run, args=(args.workers, stop))
         runner.start()

@@ -16,12 +16,11 @@ controller and stops them in order.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 
 from informers import Lister, Manager, NotFoundError, split_meta_namespace_key
 from informers.controller import (
@@ -33,7 +32,7 @@ from informers.controller import (
     TerminalError,
 )
 from informers.signals import SignalHandler
-from informers.testing import ApiServer
+from informers.testing import ApiServer, connect
 
 GROUP, VERSION, PLURAL, KIND = "example.com", "v1", "widgets", "Widget"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "widget-controller"}
@@ -59,7 +58,7 @@ def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The ownerReference with ``controller: true`` of a Widget, if any."""
     for ref in obj["metadata"].get("ownerReferences") or ():
         if ref.get("kind") == KIND and ref.get("controller") is True:
-            return dict(ref)
+            return ref
     return None
 
 
@@ -89,10 +88,12 @@ class WidgetReconciler:
             self.core.create_namespaced_config_map(namespace, want)
             print(f"created ConfigMap {key}: {want['data']}")
         else:
-            if controller_of(have) != owner_reference(widget):
+            owner = controller_of(have)
+            if owner is None or owner.get("uid") != widget["metadata"]["uid"]:
                 # Retrying cannot help: someone else's ConfigMap has the name we need.
                 raise TerminalError(f"ConfigMap {key} exists and is not owned by Widget {key}")
-            if have.get("data") != want["data"] or have["metadata"].get("labels") != MANAGED_BY:
+            if any(have["metadata"].get(f) != want["metadata"][f]
+                   for f in ("labels", "ownerReferences")) or have.get("data") != want["data"]:
                 want["metadata"]["resourceVersion"] = have["metadata"]["resourceVersion"]
                 self.core.replace_namespaced_config_map(name, namespace, want)  # 409: retried
                 print(f"updated ConfigMap {key}: {want['data']}")
@@ -162,20 +163,11 @@ def demo(server: ApiServer, stop: threading.Event) -> None:
     until("widget deleted", lambda cm: cm is None)
 
 
-@contextlib.contextmanager
-def cluster(kubeconfig: str | None) -> Iterator[tuple[Any, ApiServer | None]]:
-    """An API client for the cluster of ``kubeconfig``, or for a new embedded API server."""
-    if kubeconfig:
-        with contextlib.closing(config.new_client_from_config(config_file=kubeconfig)) as api:
-            yield api, None
-    else:
-        with ApiServer() as server, contextlib.closing(server.api_client()) as api:
-            server.register_resource(GROUP, VERSION, PLURAL, KIND, has_status=True)  # the CRD
-            yield api, server
-
-
 def run(args: argparse.Namespace, stop: threading.Event) -> int:
-    with cluster(args.kubeconfig) as (api_client, server):
+    # The cluster of the kubeconfig (with crd.yaml applied), or else a new embedded API server.
+    with connect(args.kubeconfig) as (api_client, server):
+        if server is not None:
+            server.register_resource(GROUP, VERSION, PLURAL, KIND, has_status=True)  # the CRD
         manager = new_manager(api_client, args.workers)
 
         def beside_the_manager() -> None:

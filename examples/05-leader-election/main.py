@@ -8,7 +8,10 @@ identity of the replica that reconciled them.
 
     python examples/05-leader-election/main.py          # two replicas here, embedded server
     python examples/05-leader-election/main.py --kubeconfig ~/.kube/config   # same, on a cluster
-    python examples/05-leader-election/main.py --kubeconfig ~/.kube/config --identity a  # one
+
+With ``--identity NAME`` it runs a single replica and no demo: start ``--identity a`` and
+``--identity b`` in two terminals against one cluster, label a ConfigMap, and stop the leader
+with Ctrl-C to watch the other take over.
 
 The demo's lease timings (4 s lease, 3 s renew deadline, 0.5 s retry period) make the handover
 quick; client-go's defaults are 15 s, 10 s and 2 s. A leader that stops releases the Lease, so
@@ -19,13 +22,11 @@ expires.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import threading
-from collections.abc import Iterator
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 
 from informers import (
     LeaderElectionConfig,
@@ -37,7 +38,7 @@ from informers import (
 )
 from informers.controller import Controller, EnqueueRequestForObject
 from informers.signals import SignalHandler
-from informers.testing import ApiServer
+from informers.testing import connect
 
 LEASE = "leader-election-example"
 LABEL = "example.com/leader-election-demo"
@@ -139,19 +140,9 @@ def demo(api_client: Any, namespace: str, stop: threading.Event, replicas: list[
     until(lambda: stamp_of("first") == stamp_of("second") == "replica-b")
 
 
-@contextlib.contextmanager
-def cluster(kubeconfig: str | None) -> Iterator[Any]:
-    """An API client for the cluster of ``kubeconfig``, or for a new embedded API server."""
-    if kubeconfig:
-        with contextlib.closing(config.new_client_from_config(config_file=kubeconfig)) as api:
-            yield api
-    else:
-        with ApiServer() as server, contextlib.closing(server.api_client()) as api:
-            yield api
-
-
 def run(args: argparse.Namespace, stop: threading.Event) -> int:
-    with cluster(args.kubeconfig) as api_client:
+    # The cluster of the kubeconfig, or else a new embedded API server.
+    with connect(args.kubeconfig) as (api_client, _):
         replicas: list[Replica] = []
         try:
             if args.identity:  # one replica, as in a Deployment; start the others elsewhere

@@ -14,12 +14,10 @@ the command line.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 
 from informers import Lister, Manager, NotFoundError, SharedInformerFactory
 from informers.controller import (
@@ -30,7 +28,7 @@ from informers.controller import (
     Result,
 )
 from informers.signals import SignalHandler
-from informers.testing import ApiServer
+from informers.testing import ApiServer, connect
 
 TEAM_LABEL = "team"
 CONFIG_MAP = "team-info"
@@ -57,9 +55,9 @@ class TeamInfoReconciler:
         team = (namespace["metadata"].get("labels") or {}).get(TEAM_LABEL)
         if not team or namespace["metadata"].get("deletionTimestamp"):
             return None
-        want = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": CONFIG_MAP, "namespace": key},
-                "data": {"team": team, "namespace": key}}
+        want: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": CONFIG_MAP, "namespace": key},
+                                "data": {"team": team, "namespace": key}}
         try:
             have = self.config_maps.config_maps(key).get(CONFIG_MAP)
         except NotFoundError:
@@ -108,19 +106,9 @@ def demo(server: ApiServer, stop: threading.Event) -> None:
     show_when("ConfigMap deleted by hand", "shop")
 
 
-@contextlib.contextmanager
-def cluster(kubeconfig: str | None) -> Iterator[tuple[Any, ApiServer | None]]:
-    """An API client for the cluster of ``kubeconfig``, or for a new embedded API server."""
-    if kubeconfig:
-        with contextlib.closing(config.new_client_from_config(config_file=kubeconfig)) as api:
-            yield api, None
-    else:
-        with ApiServer() as server, contextlib.closing(server.api_client()) as api:
-            yield api, server
-
-
 def run(args: argparse.Namespace, stop: threading.Event) -> int:
-    with cluster(args.kubeconfig) as (api_client, server):
+    # The cluster of the kubeconfig, or else a new embedded API server.
+    with connect(args.kubeconfig) as (api_client, server):
         manager = Manager(api_client)
         assert manager.factory is not None
         manager.add(new_controller(manager.factory, api_client))

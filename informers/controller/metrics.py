@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol
 
+from informers.global_provider import GlobalProvider
 from informers.workqueue.metrics import MetricsProvider as WorkqueueMetricsProvider
 from informers.workqueue.metrics import NoopMetricsProvider as NoopWorkqueueMetricsProvider
 
@@ -299,8 +300,7 @@ class PrometheusMetricsProvider:
         return self._f.workqueue
 
 
-_provider_lock = threading.Lock()
-_global_provider: ControllerMetricsProvider = NoopMetricsProvider()
+_provider: GlobalProvider[ControllerMetricsProvider] = GlobalProvider(NoopMetricsProvider())
 
 
 def set_provider(provider: ControllerMetricsProvider) -> ControllerMetricsProvider:
@@ -310,14 +310,9 @@ def set_provider(provider: ControllerMetricsProvider) -> ControllerMetricsProvid
         The provider that was set before (a later call replaces it, as in
         :func:`informers.workqueue.set_provider`).
     """
-    global _global_provider
-    with _provider_lock:
-        previous = _global_provider
-        _global_provider = provider
-        return previous
+    return _provider.set(provider)
 
 
 def get_provider() -> ControllerMetricsProvider:
     """The process-wide provider (a :class:`NoopMetricsProvider` until :func:`set_provider`)."""
-    with _provider_lock:
-        return _global_provider
+    return _provider.get()

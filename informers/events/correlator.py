@@ -77,59 +77,45 @@ def _field(event: Event, *path: str) -> str:
     return "" if node is None else str(node)
 
 
+# The parts of each key, in client-go's order (events_cache.go getEventKey, getSpamKey,
+# EventAggregatorByReasonFunc).
+_Fields = tuple[tuple[str, ...], ...]
+_SOURCE_AND_OBJECT_NAME: _Fields = (
+    ("source", "component"), ("source", "host"),
+    ("involvedObject", "kind"), ("involvedObject", "namespace"), ("involvedObject", "name"),
+)
+_OBJECT_UID_AND_TYPE: _Fields = (
+    ("involvedObject", "uid"), ("involvedObject", "apiVersion"), ("type",),
+)
+_EVENT_KEY: _Fields = (
+    *_SOURCE_AND_OBJECT_NAME, ("involvedObject", "fieldPath"), *_OBJECT_UID_AND_TYPE,
+    ("reason",), ("message",),
+)
+_SPAM_KEY: _Fields = (*_SOURCE_AND_OBJECT_NAME, *_OBJECT_UID_AND_TYPE)
+_AGGREGATE_KEY: _Fields = (
+    *_SOURCE_AND_OBJECT_NAME, *_OBJECT_UID_AND_TYPE,
+    ("reason",), ("reportingComponent",), ("reportingInstance",),
+)
+
+
+def _key(event: Event, fields: _Fields) -> str:
+    """The values of ``fields`` (paths into the event) concatenated, as client-go's keys are."""
+    return "".join(_field(event, *path) for path in fields)
+
+
 def get_event_key(event: Event) -> str:
     """The dedup key: source, involved object (with fieldPath), type, reason and message."""
-    return "".join(
-        (
-            _field(event, "source", "component"),
-            _field(event, "source", "host"),
-            _field(event, "involvedObject", "kind"),
-            _field(event, "involvedObject", "namespace"),
-            _field(event, "involvedObject", "name"),
-            _field(event, "involvedObject", "fieldPath"),
-            _field(event, "involvedObject", "uid"),
-            _field(event, "involvedObject", "apiVersion"),
-            _field(event, "type"),
-            _field(event, "reason"),
-            _field(event, "message"),
-        )
-    )
+    return _key(event, _EVENT_KEY)
 
 
 def get_spam_key(event: Event) -> str:
     """The spam-filter key: source, involved object (without fieldPath) and type."""
-    return "".join(
-        (
-            _field(event, "source", "component"),
-            _field(event, "source", "host"),
-            _field(event, "involvedObject", "kind"),
-            _field(event, "involvedObject", "namespace"),
-            _field(event, "involvedObject", "name"),
-            _field(event, "involvedObject", "uid"),
-            _field(event, "involvedObject", "apiVersion"),
-            _field(event, "type"),
-        )
-    )
+    return _key(event, _SPAM_KEY)
 
 
 def event_aggregator_by_reason_func(event: Event) -> tuple[str, str]:
     """``(aggregate key, local key)``: similar events share everything except the message."""
-    aggregate_key = "".join(
-        (
-            _field(event, "source", "component"),
-            _field(event, "source", "host"),
-            _field(event, "involvedObject", "kind"),
-            _field(event, "involvedObject", "namespace"),
-            _field(event, "involvedObject", "name"),
-            _field(event, "involvedObject", "uid"),
-            _field(event, "involvedObject", "apiVersion"),
-            _field(event, "type"),
-            _field(event, "reason"),
-            _field(event, "reportingComponent"),
-            _field(event, "reportingInstance"),
-        )
-    )
-    return aggregate_key, _field(event, "message")
+    return _key(event, _AGGREGATE_KEY), _field(event, "message")
 
 
 def event_aggregator_by_reason_message_func(event: Event) -> str:
@@ -310,11 +296,14 @@ class EventAggregator:
 class _EventLog:
     __slots__ = ("count", "first_timestamp", "name", "resource_version")
 
-    def __init__(self, count: int, first_timestamp: Any, name: str, resource_version: str) -> None:
-        self.count = count
-        self.first_timestamp = first_timestamp
-        self.name = name
-        self.resource_version = resource_version
+    def __init__(self, event: Event) -> None:
+        """What is remembered of ``event``: its count, firstTimestamp, name and
+        resourceVersion."""
+        metadata = event.get("metadata") or {}
+        self.count = int(event.get("count") or 0)
+        self.first_timestamp = event.get("firstTimestamp")
+        self.name = str(metadata.get("name", ""))
+        self.resource_version = str(metadata.get("resourceVersion", ""))
 
 
 class EventLogger:
@@ -348,23 +337,12 @@ class EventLogger:
                 patch["lastTimestamp"] = event.get("lastTimestamp")
             if event.get("message"):
                 patch["message"] = event["message"]
-        self._cache[key] = _EventLog(
-            int(event.get("count") or 0),
-            event.get("firstTimestamp"),
-            str(event["metadata"].get("name", "")),
-            str(event["metadata"].get("resourceVersion", "")),
-        )
+        self._cache[key] = _EventLog(event)
         return event, patch
 
     def update_state(self, event: Event) -> None:
         """Remember the server's copy of a written event (its name and resourceVersion)."""
-        metadata = event.get("metadata") or {}
-        self._cache[get_event_key(event)] = _EventLog(
-            int(event.get("count") or 0),
-            event.get("firstTimestamp"),
-            str(metadata.get("name", "")),
-            str(metadata.get("resourceVersion", "")),
-        )
+        self._cache[get_event_key(event)] = _EventLog(event)
 
 
 @dataclass

@@ -46,7 +46,9 @@ MAX_QUEUED_EVENTS = 1000
 
 # k8s.io/api/core/v1 EventTypeNormal / EventTypeWarning
 EVENT_TYPE_NORMAL = "Normal"
+"""The type of an Event that reports normal operation."""
 EVENT_TYPE_WARNING = "Warning"
+"""The type of an Event that reports a problem."""
 
 _REFERENCE_FIELDS = (
     "kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath",
@@ -373,19 +375,20 @@ class EventRecorder:
                 if self._stopped.is_set():
                     break
                 event = self._queue.popleft()
-            try:
-                self._record_to_sink(event)
-            except Exception:
-                logger.exception("event writer failed on %s", event["metadata"].get("name"))
+            self._write(event)
         # Drain what is queued now with one try each.
         with self._cond:
             remaining = list(self._queue)
             self._queue.clear()
         for event in remaining:
-            try:
-                self._record_to_sink(event)
-            except Exception:
-                logger.exception("event writer failed on %s", event["metadata"].get("name"))
+            self._write(event)
+
+    def _write(self, event: Event) -> None:
+        """:meth:`_record_to_sink`, logging (never raising) what it did not expect."""
+        try:
+            self._record_to_sink(event)
+        except Exception:
+            logger.exception("event writer failed on %s", event["metadata"].get("name"))
 
     def _record_to_sink(self, event: Event) -> None:
         """Correlate one event and write it with retries (client-go ``recordToSink``)."""

@@ -41,8 +41,11 @@ leaderelection.go ``JitterFactor``)."""
 # (LeaseDuration 15s, RenewDeadline 10s, RetryPeriod 2s); client-go's LeaderElectionConfig
 # docs: "Core clients default this value to 15 seconds" / 10 / 2.
 DEFAULT_LEASE_DURATION = 15.0
+"""Seconds a standby waits, after last seeing the lease change, before it takes over."""
 DEFAULT_RENEW_DEADLINE = 10.0
+"""Seconds the leader keeps retrying a renewal before it steps down."""
 DEFAULT_RETRY_PERIOD = 2.0
+"""Seconds between attempts to acquire or renew."""
 
 _HTTP_NOT_FOUND = 404
 _HTTP_CONFLICT = 409

@@ -15,6 +15,8 @@ import threading
 import weakref
 from typing import Any, Protocol
 
+from informers.global_provider import GlobalProvider
+
 __all__ = [
     "MASTER_STATUS_METRIC",
     "SLOWPATH_METRIC",
@@ -140,8 +142,7 @@ class PrometheusMetricsProvider:
         return _PrometheusMetric(self._status, self._slowpath)
 
 
-_provider_lock = threading.Lock()
-_global_provider: MetricsProvider = NoopMetricsProvider()
+_provider: GlobalProvider[MetricsProvider] = GlobalProvider(NoopMetricsProvider())
 
 
 def set_provider(provider: MetricsProvider) -> MetricsProvider:
@@ -150,14 +151,9 @@ def set_provider(provider: MetricsProvider) -> MetricsProvider:
     Unlike client-go's ``SetProvider`` (only the first call counts), a later call replaces
     the provider. Returns the previous provider.
     """
-    global _global_provider
-    with _provider_lock:
-        previous = _global_provider
-        _global_provider = provider
-        return previous
+    return _provider.set(provider)
 
 
 def get_provider() -> MetricsProvider:
     """The process-wide provider (no-op by default)."""
-    with _provider_lock:
-        return _global_provider
+    return _provider.get()

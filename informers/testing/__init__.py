@@ -1,8 +1,9 @@
 """An embedded Kubernetes API server for tests: ``from informers.testing import ApiServer``.
 
 The package root only re-exports, lazily (so the pytest plugin that lives here costs nothing
-until a test asks for a server); see :mod:`informers.testing.server` for the server and
-:mod:`informers.testing.pytest_plugin` for the ``api_server`` fixture.
+until a test asks for a server); see :mod:`informers.testing.server` for the server,
+:mod:`informers.testing.pytest_plugin` for the ``api_server`` fixture and
+:func:`connect` for programs that run on a kubeconfig's cluster or else on an embedded server.
 """
 
 from __future__ import annotations
@@ -11,11 +12,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from informers.testing.cluster import connect
     from informers.testing.requestlog import RequestRecord
     from informers.testing.resources import BUILTIN_RESOURCES, ResourceType
     from informers.testing.server import DEFAULT_NAMESPACES, ApiServer
 
-__all__ = ["BUILTIN_RESOURCES", "DEFAULT_NAMESPACES", "ApiServer", "RequestRecord", "ResourceType"]
+__all__ = [
+    "BUILTIN_RESOURCES",
+    "DEFAULT_NAMESPACES",
+    "ApiServer",
+    "RequestRecord",
+    "ResourceType",
+    "connect",
+]
 
 _HOMES = {
     "ApiServer": "informers.testing.server",
@@ -23,6 +32,7 @@ _HOMES = {
     "RequestRecord": "informers.testing.requestlog",
     "BUILTIN_RESOURCES": "informers.testing.resources",
     "ResourceType": "informers.testing.resources",
+    "connect": "informers.testing.cluster",
 }
 
 

@@ -1,20 +1,19 @@
 """``ControlPlane``: a real etcd and kube-apiserver (and kube-controller-manager) on loopback.
 
 For tests that must hold against the real thing rather than the embedded
-:class:`~informers.testing.ApiServer`. The binaries come from ``tools/control-plane/build.sh``
-of the kube-informers repository (built from the published Go modules of one Kubernetes
-release) or from any directory that holds ``kube-apiserver``, ``kube-controller-manager`` and
-``etcd``; see :func:`find_binaries`.
-
-Certificates are made with the ``openssl`` command: a throwaway CA, a serving certificate for
-``127.0.0.1``, ``::1`` and ``localhost``, and a service-account signing key. Clients
-authenticate with a static bearer token of a user in ``system:masters``.
+:class:`~informers.testing.ApiServer`. This module supervises the processes: it picks ports,
+starts each binary with its flags and log file, waits for its health endpoint, and stops,
+restarts or kills it. The binaries come from :func:`find_binaries`
+(:mod:`informers.testing.binaries`), the certificates from :mod:`informers.testing.pki` (a
+throwaway CA, a serving certificate for ``127.0.0.1``, ``::1`` and ``localhost``, and a
+service-account signing key). Clients authenticate with a static bearer token of a user in
+``system:masters``.
 """
 
 from __future__ import annotations
 
 import atexit
-import base64
+import logging
 import os
 import secrets
 import shutil
@@ -26,11 +25,13 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
-from informers.errors import InformersError
+from informers.errors import ControlPlaneError, GoMissingError
+from informers.testing import client_config
+from informers.testing.binaries import BINARIES_ENV, ControlPlaneBinaries, find_binaries
+from informers.testing.pki import make_certificates
 
 __all__ = [
     "BINARIES_ENV",
@@ -41,109 +42,25 @@ __all__ = [
     "find_binaries",
 ]
 
-BINARIES_ENV = "KUBE_INFORMERS_CONTROL_PLANE_BIN"
-"""Environment variable naming a directory of ready binaries; :func:`find_binaries` then builds
-nothing."""
-
-_NAMES = ("kube-apiserver", "kube-controller-manager", "etcd")
 _SERVICE_CIDR = "10.0.0.0/24"  # kube-apiserver's default --service-cluster-ip-range
 _POLL = 0.2  # seconds between readiness probes
 _LOG_TAIL = 40  # log lines quoted in an error
+_START_ATTEMPTS = 3  # tries when a chosen port was taken meanwhile
+
+logger = logging.getLogger(__name__)
 
 
-class ControlPlaneError(InformersError, RuntimeError):
-    """The control plane could not be built, started or probed; the message quotes the log."""
-
-
-class GoMissingError(ControlPlaneError):
-    """The binaries are not built and there is no ``go`` command to build them."""
-
-
-@dataclass(frozen=True)
-class ControlPlaneBinaries:
-    """Paths of the three binaries and the versions they were built from."""
-
-    kube_apiserver: str
-    kube_controller_manager: str
-    etcd: str
-    kubernetes_version: str = "unknown"
-    etcd_version: str = "unknown"
-
-    @classmethod
-    def from_dir(cls, bin_dir: str | os.PathLike[str]) -> ControlPlaneBinaries:
-        """The binaries in ``bin_dir``; raises :class:`ControlPlaneError` if one is missing."""
-        paths = [os.path.join(os.fspath(bin_dir), name) for name in _NAMES]
-        missing = [p for p in paths if not os.access(p, os.X_OK)]
-        if missing:
-            raise ControlPlaneError(f"control plane binaries missing: {', '.join(missing)}")
-        apiserver, controller_manager, etcd = paths
-        return cls(apiserver, controller_manager, etcd,
-                   kubernetes_version=_version(apiserver, "Kubernetes"),
-                   etcd_version=_version(etcd, "etcd Version:"))
-
-
-def _version(binary: str, prefix: str) -> str:
-    # "kube-apiserver --version" prints "Kubernetes v1.36.3"; etcd "etcd Version: 3.6.8".
-    done = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
-    for line in done.stdout.splitlines():
-        if line.startswith(prefix):
-            return line[len(prefix):].strip()
-    return "unknown"
-
-
-def find_binaries(
-    build_script: str | os.PathLike[str], *, build: bool = True, timeout: float = 3600.0,
-    log: IO[str] | None = None,
-) -> ControlPlaneBinaries:
-    """Locate the control plane binaries, building them first if needed and allowed.
-
-    Order: the directory in ``$KUBE_INFORMERS_CONTROL_PLANE_BIN`` if set; else what
-    ``build_script --check`` reports as cached; else, when ``build`` is set, the result of
-    running ``build_script`` (its progress goes to ``log``, default: inherited stderr).
-
-    Raises:
-        GoMissingError: nothing is cached and ``go`` is not on ``PATH``.
-        ControlPlaneError: the build failed, timed out, or ``build`` is false and nothing is
-            cached.
-    """
-    override = os.environ.get(BINARIES_ENV)
-    if override:
-        return ControlPlaneBinaries.from_dir(override)
-    script = os.fspath(build_script)
-    check = subprocess.run([script, "--check"], capture_output=True, text=True, check=False)
-    if check.returncode == 0:
-        return _parse_build_output(check.stdout)
-    if shutil.which("go") is None:
-        raise GoMissingError(
-            "the real control plane is not built and 'go' is not on PATH to build it "
-            f"({script}); install Go or set {BINARIES_ENV}")
-    if not build:
-        raise ControlPlaneError(f"the real control plane is not built: run {script}")
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (another process may
+    still take one before our child binds it: :meth:`ControlPlane.start` retries then)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
     try:
-        done = subprocess.run([script], stdout=subprocess.PIPE, stderr=log, text=True,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise ControlPlaneError(f"{script} did not finish within {timeout:.0f} s") from exc
-    if done.returncode != 0:
-        raise ControlPlaneError(f"{script} failed with exit code {done.returncode}")
-    return _parse_build_output(done.stdout)
-
-
-def _parse_build_output(text: str) -> ControlPlaneBinaries:
-    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-    try:
-        return ControlPlaneBinaries(
-            values["kube-apiserver"], values["kube-controller-manager"], values["etcd"],
-            kubernetes_version=values.get("k8s-version", "unknown"),
-            etcd_version=values.get("etcd-version", "unknown"))
-    except KeyError as exc:
-        raise ControlPlaneError(f"unexpected build script output: {text!r}") from exc
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 class _Process:
@@ -169,12 +86,15 @@ class _Process:
     def alive(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
 
-    def stop(self, timeout: float) -> None:
-        """SIGTERM, wait up to ``timeout``, then SIGKILL."""
+    def stop(self, timeout: float, kill: bool = False) -> None:
+        """SIGTERM, wait up to ``timeout``, then SIGKILL (at once if ``kill``)."""
         if self.popen is None:
             return
         if self.popen.poll() is None:
-            self.popen.terminate()
+            if kill:
+                self.popen.kill()
+            else:
+                self.popen.terminate()
             try:
                 self.popen.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -205,15 +125,17 @@ class ControlPlane:
     etcd runs with ``--unsafe-no-fsync``: durability does not matter in tests.
 
     Not thread-safe: start, stop and restart from one thread (the clients it hands out are
-    independent). :meth:`stop` leaves the logs and certificates in :attr:`work_dir` (and
-    removes the directory only when this object created it and ``keep_work_dir`` is false).
+    independent). :meth:`stop` leaves the logs and certificates in :attr:`work_dir`; it removes
+    the directory only when this object created it, ``keep_work_dir`` is false and
+    :meth:`start` did not fail. :meth:`logs` gives the last lines of each log.
 
     Args:
         binaries: what to run (see :func:`find_binaries`).
         work_dir: certificates, token file, kubeconfig, etcd data and logs (default: a new
             temporary directory).
         keep_work_dir: keep a temporary ``work_dir`` on :meth:`stop`.
-        apiserver_args: extra kube-apiserver flags (``--flag=value``), after ours.
+        apiserver_args: extra kube-apiserver flags (``--flag=value``), after ours (so they win
+            for single-valued flags).
         etcd_args: extra etcd flags, after ours.
         startup_timeout: seconds to wait for each component's health endpoint.
         clock: time for the readiness polls.
@@ -303,17 +225,30 @@ class ControlPlane:
         atexit.register(self.stop)
         self._started = True
         try:
-            self.etcd_client_port, self.etcd_peer_port = _free_port(), _free_port()
-            self._start_etcd()
-            self.port = _free_port()
-            self._apiserver.start([self.binaries.kube_apiserver, *self._apiserver_argv()])
-            self._wait_healthy(self._apiserver, f"{self.url}/readyz", self._ssl_context(),
-                               self.token)
-            self.write_kubeconfig(self.kubeconfig_path)
+            for attempt in range(1, _START_ATTEMPTS + 1):
+                try:
+                    self._start_processes()
+                    break
+                except ControlPlaneError as exc:
+                    if "address already in use" not in str(exc) or attempt == _START_ATTEMPTS:
+                        raise
+                    logger.warning("control plane: a port was taken, starting again: %s", exc)
+                    for process in (self._apiserver, self._etcd):
+                        process.stop(5.0, kill=True)
+                    shutil.rmtree(self._path("etcd-data"), ignore_errors=True)
         except BaseException:
+            self.keep_work_dir = True  # the error names the logs in it
             self.stop()
             raise
+        logger.info("control plane serving at %s (logs in %s)", self.url, self.work_dir)
         return self
+
+    def _start_processes(self) -> None:
+        self.etcd_client_port, self.etcd_peer_port, self.port = _free_ports(3)
+        self._start_etcd()
+        self._apiserver.start([self.binaries.kube_apiserver, *self._apiserver_argv()])
+        self._wait_healthy(self._apiserver, f"{self.url}/readyz", self._ssl_context(), self.token)
+        self.write_kubeconfig(self.kubeconfig_path)
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop kube-controller-manager, kube-apiserver, then etcd (SIGTERM, then SIGKILL
@@ -328,18 +263,21 @@ class ControlPlane:
         if self._own_dir and not self.keep_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
-    def stop_etcd(self, timeout: float = 15.0) -> None:
-        """Stop etcd only (kube-apiserver stays up and reports it unhealthy)."""
-        self._etcd.stop(timeout)
+    def stop_etcd(self, timeout: float = 15.0, *, kill: bool = False) -> None:
+        """Stop etcd only; kube-apiserver stays up and answers 5xx meanwhile. A graceful stop
+        takes several seconds while kube-apiserver holds watches; ``kill`` (SIGKILL, a crash)
+        is immediate and loses nothing written (the page cache survives a process crash)."""
+        self._etcd.stop(timeout, kill)
 
     def start_etcd(self) -> None:
         """Start etcd again on the same ports and data directory, and wait for its health."""
         if not self._etcd.alive():
             self._start_etcd()
 
-    def restart_etcd(self, timeout: float = 15.0) -> None:
-        """Stop and start etcd, keeping its data; kube-apiserver reconnects by itself."""
-        self.stop_etcd(timeout)
+    def restart_etcd(self, timeout: float = 15.0, *, kill: bool = False) -> None:
+        """Stop (see :meth:`stop_etcd`) and start etcd, keeping its data; kube-apiserver
+        reconnects by itself."""
+        self.stop_etcd(timeout, kill=kill)
         self.start_etcd()
 
     def logs(self) -> dict[str, str]:
@@ -359,20 +297,20 @@ class ControlPlane:
             raise ControlPlaneError("start the control plane before kube-controller-manager")
         if self._controller_manager.alive():
             raise ControlPlaneError("kube-controller-manager is already running")
-        self.controller_manager_port = _free_port()
+        (self.controller_manager_port,) = _free_ports(1)
         cert_dir = self._path("kube-controller-manager-certs")
         self._controller_manager.start([
             self.binaries.kube_controller_manager,
             f"--kubeconfig={self.kubeconfig_path}",
-            f"--authentication-kubeconfig={self.kubeconfig_path}",
-            f"--authorization-kubeconfig={self.kubeconfig_path}",
             f"--controllers={','.join(controllers)}",
             "--leader-elect=false",
             "--use-service-account-credentials=false",
             f"--service-account-private-key-file={self._path('sa.key')}",
             f"--bind-address={self.host}",
             f"--secure-port={self.controller_manager_port}",
-            f"--cert-dir={cert_dir}",
+            f"--cert-dir={cert_dir}",  # a self-signed serving certificate
+            # No --authentication/authorization-kubeconfig: its server then only answers the
+            # always-allowed paths (/healthz, /readyz, /livez), all we probe.
             "--profiling=false",
             *extra_args,
         ])
@@ -388,40 +326,19 @@ class ControlPlane:
     def api_client(self, *, secure: bool = True) -> Any:
         """A new ``kubernetes.client.ApiClient`` (HTTPS verifying :attr:`ca_file`, admin
         token). ``secure`` exists for signature parity with ``ApiServer``: always TLS."""
-        from kubernetes import client
-
         del secure
-        configuration = client.Configuration(
-            host=self.url, api_key={"BearerToken": self.token},
-            api_key_prefix={"BearerToken": "Bearer"}, ssl_ca_cert=self.ca_file,
-        )
-        return client.ApiClient(configuration)
+        return client_config.api_client(self.url, self.token, self.ca_file)
 
     def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
         """A kubeconfig (as a dict) with the admin token, trusting :attr:`ca_file`."""
-        name = "kube-informers-control-plane"
         with open(self.ca_file, "rb") as handle:
-            ca_data = base64.b64encode(handle.read()).decode()
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": name, "cluster": {
-                "server": self.url, "certificate-authority-data": ca_data}}],
-            "users": [{"name": name, "user": {"token": self.token}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": name,
-                                                    "namespace": namespace}}],
-            "current-context": name,
-        }
+            ca_pem = handle.read()
+        return client_config.kubeconfig(
+            "kube-informers-control-plane", self.url, ca_pem, self.token, namespace)
 
     def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> str:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600)."""
-        import yaml
-
-        text = yaml.safe_dump(self.kubeconfig(namespace), sort_keys=False)
-        fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        return os.fspath(path)
+        return client_config.write_kubeconfig(path, self.kubeconfig(namespace))
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -500,7 +417,7 @@ class ControlPlane:
     def _write_credentials(self) -> None:
         """CA, serving certificate and key, service-account key pair, token file."""
         if not os.path.exists(self._path("server.crt")):
-            _make_certificates(self.work_dir)
+            make_certificates(self.work_dir)
         with open(self._path("tokens.csv"), "w") as handle:
             handle.write(f'{self.token},kube-informers-admin,kube-informers-admin,'
                          f'"system:masters"\n')
@@ -513,57 +430,3 @@ def _insecure_context() -> ssl.SSLContext:
     context.verify_mode = ssl.CERT_NONE
     return context
 
-
-_CA_CONFIG = """\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = kube-informers-control-plane-ca
-[ext]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-"""
-
-_SERVER_EXTENSIONS = """\
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-subjectAltName = IP:127.0.0.1, IP:::1, DNS:localhost, DNS:kubernetes, DNS:kubernetes.default, \
-DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local, IP:10.0.0.1
-"""
-
-
-def _make_certificates(directory: str) -> None:
-    if shutil.which("openssl") is None:
-        raise ControlPlaneError("the 'openssl' command is needed to make test certificates")
-
-    def path(name: str) -> str:
-        return os.path.join(directory, name)
-
-    with open(path("openssl.cnf"), "w") as handle:
-        handle.write(_CA_CONFIG)
-    with open(path("server.ext"), "w") as handle:
-        handle.write(_SERVER_EXTENSIONS)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    commands = [
-        ["req", "-x509", *ec, "-keyout", path("ca.key"), "-out", path("ca.crt"),
-         "-days", "3650", "-config", path("openssl.cnf"), "-extensions", "ext"],
-        ["req", "-new", *ec, "-keyout", path("server.key"), "-out", path("server.csr"),
-         "-subj", "/CN=kube-apiserver"],
-        ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"),
-         "-CAkey", path("ca.key"), "-set_serial", "2", "-days", "3650",
-         "-extfile", path("server.ext"), "-out", path("server.crt")],
-        ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
-         "-out", path("sa.key")],
-        ["pkey", "-in", path("sa.key"), "-pubout", "-out", path("sa.pub")],
-    ]
-    for command in commands:
-        done = subprocess.run(["openssl", *command], capture_output=True, text=True,
-                              check=False)
-        if done.returncode != 0:
-            raise ControlPlaneError(
-                f"openssl {command[0]} failed (exit {done.returncode}): {done.stderr.strip()}")

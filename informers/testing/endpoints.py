@@ -41,6 +41,7 @@ from informers.testing.watch import WatchStream
 
 __all__ = [
     "APPLY_PATCH",
+    "KUBERNETES_VERSION",
     "VERSION_INFO",
     "Endpoints",
     "Response",
@@ -50,18 +51,31 @@ __all__ = [
     "status_response",
 ]
 
+KUBERNETES_VERSION = "v1.36.3"
+"""The Kubernetes release whose kube-apiserver the server claims to be: the one the project
+builds its real control plane from (``tools/control-plane/build.sh`` ``K8S_VERSION``)."""
+
+_MAJOR, _MINOR = KUBERNETES_VERSION[1:].split(".")[:2]
+
 VERSION_INFO: dict[str, str] = {
-    "major": "1",
-    "minor": "33",
-    "gitVersion": "v1.33.0",
-    "gitCommit": "0000000000000000000000000000000000000000",
+    "major": _MAJOR,
+    "minor": _MINOR,
+    "emulationMajor": _MAJOR,
+    "emulationMinor": _MINOR,
+    "minCompatibilityMajor": _MAJOR,
+    "minCompatibilityMinor": str(int(_MINOR) - 1),
+    "gitVersion": KUBERNETES_VERSION,
+    "gitCommit": "$Format:%H$",
     "gitTreeState": "clean",
-    "buildDate": "2025-04-23T00:00:00Z",
-    "goVersion": "go1.24.2",
+    "buildDate": "1970-01-01T00:00:00Z",
+    "goVersion": "go1.26.8",
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-"""What ``/version`` answers: the Kubernetes release whose behaviour the server follows."""
+"""What ``/version`` answers: field for field what the kube-apiserver built by
+``tools/control-plane/build.sh`` answers (``component-base/version``: an emulation version
+equal to the binary's, a minimum compatibility version one minor lower; ``gitCommit`` is
+left at its unstamped default and ``buildDate`` at the date the script stamps)."""
 
 # etcd3 store.go: the messages of a list or continue token past compaction.
 LIST_TOO_OLD = "The resourceVersion for the provided list is too old."

@@ -8,14 +8,20 @@ consult it before writing. ``ApiServer`` exposes the switches (``fail_next``, ``
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from informers.testing.requestlog import RequestRecord
 
 __all__ = ["Faults", "InjectedFailure"]
 
 
 @dataclass
 class InjectedFailure:
-    """Fail the next ``remaining`` requests matching ``verb``/``resource`` (``None``: any).
+    """Fail the next ``remaining`` requests matching ``verb``/``resource`` (``None``: any) and,
+    when given, ``match``: a predicate over the request as a :class:`RequestRecord` (its
+    ``status`` is 0: not answered yet), e.g. ``lambda r: "continue" in r.query``. It runs on
+    the request's thread, outside the faults lock, and only after verb and resource matched.
 
     ``in_stream`` applies to watches only: answer 200 and send the Status as an ``ERROR``
     event (how kube-apiserver reports errors found after the watch started, e.g. a 410).
@@ -28,8 +34,10 @@ class InjectedFailure:
     retry_after: int | None = None
     message: str | None = None
     in_stream: bool = False
+    match: Callable[[RequestRecord], bool] | None = None
 
     def matches(self, verb: str, resource: str) -> bool:
+        """Whether ``verb`` and ``resource`` match (``match`` is checked separately)."""
         return (self.verb is None or self.verb == verb) and (
             self.resource is None or self.resource == resource
         )
@@ -58,15 +66,35 @@ class Faults:
         with self._lock:
             self._failures.append(failure)
 
-    def take_failure(self, verb: str, resource: str) -> InjectedFailure | None:
-        """The first failure rule matching this request, consuming one use of it."""
+    def take_failure(
+        self, verb: str, resource: str, request: Callable[[], RequestRecord] | None = None
+    ) -> InjectedFailure | None:
+        """The first failure rule matching this request, consuming one use of it.
+
+        ``request`` builds the request's record for rules with a ``match`` predicate (called
+        at most once, only when such a rule is a candidate; without it those rules never
+        match).
+        """
+        if not self._failures:  # the common case, without the lock
+            return None
         with self._lock:
-            for failure in self._failures:
-                if failure.matches(verb, resource):
-                    failure.remaining -= 1
-                    if failure.remaining <= 0:
-                        self._failures.remove(failure)
-                    return failure
+            candidates = [f for f in self._failures if f.matches(verb, resource)]
+        record: RequestRecord | None = None
+        for failure in candidates:
+            if failure.match is not None:
+                if request is None:
+                    continue
+                if record is None:
+                    record = request()
+                if not failure.match(record):
+                    continue
+            with self._lock:
+                if failure.remaining <= 0 or not any(f is failure for f in self._failures):
+                    continue  # used up by a concurrent request meanwhile
+                failure.remaining -= 1
+                if failure.remaining <= 0:
+                    self._failures.remove(failure)
+                return failure
         return None
 
     def pending_failures(self) -> int:

@@ -7,7 +7,10 @@ and chunked watch streams, and records every answered request in the request log
 
 from __future__ import annotations
 
+import email.parser
+import http.client
 import logging
+import re
 import socket
 import ssl
 import threading
@@ -32,11 +35,14 @@ from informers.testing.requestlog import RequestLog, RequestRecord
 from informers.testing.resources import ResourceRegistry
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
-__all__ = ["ApiHTTPServer", "RequestHandler", "ServerApp"]
+__all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
 
 logger = logging.getLogger(__name__)
 
 _PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+_MAX_LINE = 65536  # http.client._MAXLINE: the longest header line
+_MAX_HEADERS = 100  # http.client._MAXHEADERS
+_BLANK_LINES = (b"\r\n", b"\n", b"")
 _REASONS = {
     200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
     403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
@@ -107,16 +113,43 @@ class ApiHTTPServer(ThreadingHTTPServer):
         return connection, address
 
 
+class Headers(dict[str, str]):
+    """Request headers by lower-case name, with the values ``email.message.Message.get``
+    answers for ``http.client.parse_headers``'s result (the first of repeated names wins);
+    :meth:`get` takes any case. :meth:`RequestHandler.parse_request` fills it without the
+    ``email`` package for ordinary header blocks: about 10 us instead of 30 us per request."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return dict.get(self, name.lower(), default)
+
+
+_HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+:")
+"""A header line's name and colon (the ``email`` feed parser's ``headerRE``, name not empty)."""
+
+
+def _parse_headers_as_email(lines: list[bytes]) -> Headers:
+    """What the standard library makes of an unusual header block."""
+    message = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(
+        b"".join(lines).decode("iso-8859-1"))
+    headers = Headers()
+    for name, value in message.items():
+        headers.setdefault(name.lower(), value)
+    return headers
+
+
 class _Chunks:
     """``ChunkWriter`` over the handler's socket."""
 
-    def __init__(self, handler: RequestHandler) -> None:
+    def __init__(self, handler: RequestHandler, handle: WatchHandle | None = None) -> None:
         self._handler = handler
+        self._handle = handle
 
     def write(self, data: bytes) -> None:
         self._handler.connection.sendall(b"%x\r\n%b\r\n" % (len(data), data))
 
     def finish(self) -> None:
+        if self._handle is not None:
+            self._handle.ending = True
         self._handler.connection.sendall(b"0\r\n\r\n")
 
     def abort(self) -> None:
@@ -132,6 +165,8 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server: ApiHTTPServer
+    headers: Headers  # type: ignore[assignment]
+    raw_requestline: bytes
 
     # -- connection lifecycle ------------------------------------------------------------------
 
@@ -162,6 +197,101 @@ class RequestHandler(BaseHTTPRequestHandler):
         except OSError:
             pass
         self.server.app.connection_closed(self.connection)
+
+    def parse_request(self) -> bool:
+        """``BaseHTTPRequestHandler.parse_request`` with the same rules and errors (request
+        line and version checks, 431 for a header line over 64 KiB or over 100 headers,
+        ``Connection``, ``Expect: 100-continue``), reading the headers into :class:`Headers`.
+        """
+        self.command = None  # type: ignore[assignment]  # set in case of an error below
+        self.request_version = version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:  # enough to tell the protocol version
+            version = words[-1]
+            numbers = version[5:].split(".") if version.startswith("HTTP/") else []
+            if (len(numbers) != 2 or not all(n.isdigit() and len(n) <= 10 for n in numbers)):
+                self.send_error(400, f"Bad request version ({version!r})")
+                return False
+            major, minor = int(numbers[0]), int(numbers[1])
+            if (major, minor) >= (1, 1) and self.protocol_version >= "HTTP/1.1":
+                self.close_connection = False
+            if major >= 2:
+                self.send_error(505, f"Invalid HTTP version ({version[5:]})")
+                return False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(400, f"Bad request syntax ({requestline!r})")
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(400, f"Bad HTTP/0.9 request type ({command!r})")
+                return False
+        self.command, self.path = command, path
+        if path.startswith("//"):
+            self.path = "/" + path.lstrip("/")
+        headers = self._read_headers()
+        if headers is None:
+            return False
+        self.headers = headers
+        connection = headers.get("connection", "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive" and self.protocol_version >= "HTTP/1.1":
+            self.close_connection = False
+        if (headers.get("expect", "").lower() == "100-continue"
+                and self.protocol_version >= "HTTP/1.1"
+                and self.request_version >= "HTTP/1.1"):
+            return self.handle_expect_100()
+        return True
+
+    def _read_headers(self) -> Headers | None:
+        """The header block as ``http.client.parse_headers`` reads and parses it, or ``None``
+        after answering 431. Ordinary blocks are parsed here; anything unusual (a bare CR,
+        a line that is neither ``name: value`` nor a continuation, a ``From`` line) goes to
+        the ``email`` parser the standard library uses, so the result is the same."""
+        lines: list[bytes] = []
+        while True:  # http.client._read_headers: the blank line counts towards the limit
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if len(line) > _MAX_LINE:
+                self.send_error(431, "Line too long", "header line")
+                return None
+            lines.append(line)
+            if len(lines) > _MAX_HEADERS:
+                self.send_error(431, "Too many headers",
+                                f"got more than {_MAX_HEADERS} headers")
+                return None
+            if line in _BLANK_LINES:
+                break
+        headers = Headers()
+        name = ""
+        value: list[str] = []
+        for raw in lines[:-1]:
+            text = raw.decode("iso-8859-1")
+            content = text[:-2] if text.endswith("\r\n") else text.rstrip("\n")
+            if "\r" in content:  # the email parser splits lines at a bare CR too
+                return _parse_headers_as_email(lines)
+            if text[0] in " \t":  # a folded continuation line
+                if not name:
+                    return _parse_headers_as_email(lines)
+                value.append(text)
+                continue
+            match = _HEADER_NAME.match(text)
+            if match is None or text.startswith("From "):
+                return _parse_headers_as_email(lines)
+            if name:
+                headers.setdefault(name, "".join(value).rstrip("\r\n"))
+            name = text[:match.end() - 1].lower()
+            value = [text[match.end():].lstrip(" \t")]
+        if name:
+            headers.setdefault(name, "".join(value).rstrip("\r\n"))
+        return headers
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -237,9 +367,15 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         app = self.server.app
-        split = urlsplit(self.path)
-        path = split.path or "/"
-        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        target = self.path
+        if target.startswith("/") and "#" not in target:
+            path, _, raw_query = target.partition("?")
+        else:  # absolute-form or a fragment: the general parser
+            split = urlsplit(target)
+            path, raw_query = split.path or "/", split.query
+        query: dict[str, str] = {}
+        if raw_query:
+            query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         info = resolve(self.command, path, query, app.registry)
         try:
             if path in _PUBLIC_PATHS:
@@ -269,7 +405,12 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _record(self, app: ServerApp, info: RequestInfo, query: dict[str, str], code: int) -> None:
-        app.request_log_store.append(RequestRecord(
+        app.request_log_store.append(self._request_record(app, info, query, code))
+
+    def _request_record(
+        self, app: ServerApp, info: RequestInfo, query: dict[str, str], code: int
+    ) -> RequestRecord:
+        return RequestRecord(
             verb=info.verb if info.is_resource else "",
             resource=info.resource,
             group=info.group,
@@ -282,7 +423,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             time=app.clock.now(),
             method=self.command,
             path=info.path,
-        ))
+        )
 
     def _dispatch(
         self, app: ServerApp, info: RequestInfo, query: dict[str, str], raw: bytes
@@ -294,13 +435,15 @@ class RequestHandler(BaseHTTPRequestHandler):
         if info.unknown or info.extra_parts or info.rt is None:
             raise status.not_found_path()
         rt = info.rt
-        if info.subresource and (info.subresource != "status" or not rt.has_status):
+        if info.subresource and info.subresource not in rt.subresources:
             raise status.not_found_path()
         verb = info.verb
         delay = app.faults.delay_for(verb, info.resource)
         if delay > 0:
             app.clock.sleep(delay, app.stopping)
-        failure = app.faults.take_failure(verb, info.resource)
+        failure = app.faults.take_failure(
+            verb, info.resource, lambda: self._request_record(app, info, query, 0)
+        )
         if failure is not None:
             err = status.from_code(failure.code, failure.message, failure.retry_after)
             if failure.in_stream and verb == "watch":
@@ -309,6 +452,10 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise err
         endpoints = app.endpoints
         if info.subresource == "status" and verb not in ("get", "update", "patch"):
+            raise status.method_not_allowed()
+        if info.subresource == "finalize" and verb != "update":
+            raise status.method_not_allowed()
+        if verb not in rt.verbs:
             raise status.method_not_allowed()
         if verb == "get":
             return endpoints.get(info, query)
@@ -377,7 +524,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             return
         app.watch_opened(handle)
         try:
-            stream.serve(_Chunks(self), handle)
+            stream.serve(_Chunks(self, handle), handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:

@@ -1,10 +1,15 @@
 """The resource types the embedded API server serves, and their discovery documents.
 
-A :class:`ResourceType` describes one collection (group, version, plural, kind, scope,
-subresources); a :class:`ResourceRegistry` holds the built-ins plus whatever a test registers,
-and renders ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>`` and ``/apis/<group>/<version>``
-the way kube-apiserver's legacy (non-aggregated) discovery does, which ``kubectl`` and the
-official dynamic client read.
+A :class:`ResourceType` is a :class:`informers.resources.Resource` (group, version, plural,
+kind, scope) plus what only a server needs (short names, verbs, subresources, name rules,
+registry strategy facts); a :class:`ResourceRegistry` holds the built-ins plus whatever a test
+registers, and renders ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>`` and
+``/apis/<group>/<version>`` the way kube-apiserver's legacy (non-aggregated) discovery does,
+which ``kubectl`` and the official dynamic client read.
+
+The built-in table is derived from :data:`informers.resources.BUILTIN_RESOURCES`, the
+library's table, so the client side and the server side cannot disagree on a kind's group,
+version, plural, kind or scope: every kind the library knows is served.
 """
 
 from __future__ import annotations
@@ -13,51 +18,60 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BUILTIN_RESOURCES", "ResourceRegistry", "ResourceType"]
+from informers import resources as library
+from informers.resources import Resource
+
+__all__ = ["ALL_VERBS", "BUILTIN_RESOURCES", "ResourceRegistry", "ResourceType"]
 
 ALL_VERBS: tuple[str, ...] = (
     "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
 )
 """The verbs of a standard REST storage, in discovery's (sorted) order."""
 
+_NO_DELETECOLLECTION = tuple(v for v in ALL_VERBS if v != "deletecollection")
+# The namespace REST storage implements no CollectionDeleter (registry/core/namespace/storage):
+# kube-apiserver's discovery lists namespaces without "deletecollection".
+
 
 @dataclass(frozen=True)
-class ResourceType:
-    """One served collection. Immutable; safe to share between threads.
+class ResourceType(Resource):
+    """One served collection: a :class:`~informers.resources.Resource` plus the server's
+    facts. Immutable; safe to share between threads.
 
     Attributes:
-        group: API group, ``""`` for the core group.
-        version: API version (``v1``).
-        plural: the resource name in URLs (``pods``).
-        kind: the object Kind (``Pod``).
-        namespaced: namespace-scoped (``True``) or cluster-scoped.
+        group, version, plural, kind, namespaced: as on
+            :class:`~informers.resources.Resource` (``namespaced`` defaults to ``True`` here).
         short_names: discovery short names (``po``), used by ``kubectl``.
+        verbs: the verbs served on the resource (discovery lists them; others answer 405).
         has_status: serves the ``status`` subresource; a main-resource update or patch then
             keeps the stored status, and ``.../status`` changes only the status (what every
             built-in with a status subresource and every CRD with ``subresources.status`` do).
+        has_finalize: serves the ``finalize`` subresource (namespaces: an update of
+            ``spec.finalizers``, which main-resource updates keep).
         has_generation: ``metadata.generation`` starts at 1 and grows when anything outside
             ``metadata`` and ``status`` changes (true for pods since 1.33, workloads and custom
             resources; ConfigMaps, Secrets and the like have no generation).
         builtin: a compiled-in kind: list items omit ``kind``/``apiVersion`` as kube-apiserver
             does for them; custom resources (``False``) keep them, as the real server does.
         name_rule: how ``metadata.name`` is validated: ``"subdomain"`` (DNS-1123 subdomain,
-            most kinds), ``"label"`` (DNS-1123 label, namespaces) or ``"dns1035"`` (services).
+            most kinds), ``"label"`` (DNS-1123 label: namespaces, statefulsets) or
+            ``"dns1035"`` (services).
         create_status: the status a create through the API stores instead of the one sent
-            (the registry strategies' ``PrepareForCreate``; e.g. pods start ``Pending``), or
-            ``None`` to keep the status sent (nodes, kinds without a status subresource).
+            (the registry strategies' ``PrepareForCreate`` as encoded by the v1 types; e.g.
+            pods start ``Pending``), or ``None`` to keep the status sent (nodes, kinds without
+            a status subresource).
         categories: discovery categories (``all``).
         returns_deleted_object: a delete that removes the object answers the object (the
             registry store's ``ReturnDeletedObject``: pods, services, service accounts,
-            namespaces); other kinds answer a ``Status`` of ``Success``.
+            namespaces, persistent volumes and claims); other kinds answer a ``Status`` of
+            ``Success``.
     """
 
-    group: str
-    version: str
-    plural: str
-    kind: str
     namespaced: bool = True
     short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
     has_status: bool = False
+    has_finalize: bool = False
     has_generation: bool = False
     builtin: bool = True
     name_rule: str = "subdomain"
@@ -65,10 +79,16 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     returns_deleted_object: bool = False
 
+    @classmethod
+    def from_resource(cls, resource: Resource, **extras: Any) -> ResourceType:
+        """``resource``'s identity with the server facts in ``extras`` (the field names)."""
+        return cls(resource.group, resource.version, resource.plural, resource.kind,
+                   resource.namespaced, **extras)
+
     @property
-    def api_version(self) -> str:
-        """``v1`` or ``apps/v1``."""
-        return f"{self.group}/{self.version}" if self.group else self.version
+    def resource(self) -> Resource:
+        """The plain :class:`~informers.resources.Resource` (what a ListWatch takes)."""
+        return Resource(self.group, self.version, self.plural, self.kind, self.namespaced)
 
     @property
     def list_kind(self) -> str:
@@ -82,7 +102,12 @@ class ResourceType:
     @property
     def qualified(self) -> str:
         """``pods`` or ``deployments.apps`` (``GroupResource.String()``)."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        return self.group_resource
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        """The subresources served (``status``, ``finalize``)."""
+        return ("status",) * self.has_status + ("finalize",) * self.has_finalize
 
     @property
     def type_prefix(self) -> bytes:
@@ -95,19 +120,27 @@ class ResourceType:
         return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
 
     def discovery(self) -> list[dict[str, Any]]:
-        """This resource's ``APIResource`` entries (the resource, then ``/status``)."""
+        """This resource's ``APIResource`` entries (the resource, then its subresources)."""
         entry: dict[str, Any] = {
             "name": self.plural,
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": list(ALL_VERBS),
+            "verbs": list(self.verbs),
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
         if self.categories:
             entry["categories"] = list(self.categories)
         entries = [entry]
+        if self.has_finalize:
+            entries.append({
+                "name": f"{self.plural}/finalize",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "kind": self.kind,
+                "verbs": ["update"],
+            })
         if self.has_status:
             entries.append({
                 "name": f"{self.plural}/status",
@@ -119,37 +152,70 @@ class ResourceType:
         return entries
 
 
-def _core(plural: str, kind: str, **kw: Any) -> ResourceType:
-    return ResourceType("", "v1", plural, kind, **kw)
+_WORKLOAD: dict[str, Any] = {"has_status": True, "has_generation": True,
+                             "categories": ("all",)}
+
+# What kube-apiserver v1.36 knows about each kind of the library's table beyond its identity:
+# discovery (short names, categories, verbs, subresources) as /api/v1 and /apis/<g>/v1 answer,
+# name validation (pkg/apis/*/validation), the status a create stores (the registry
+# strategies' PrepareForCreate, then the v1 encoding: non-omitempty counters appear as 0) and
+# ReturnDeletedObject (pkg/registry/*/storage). Keyed by library entries, so a kind the library
+# does not know fails at import; a library kind without an entry is served with the defaults.
+_SERVER_FACTS: dict[Resource, dict[str, Any]] = {
+    library.lookup("namespaces"): {
+        "short_names": ("ns",), "verbs": _NO_DELETECOLLECTION, "has_status": True,
+        "has_finalize": True, "name_rule": "label", "create_status": {"phase": "Active"},
+        "returns_deleted_object": True},
+    library.lookup("pods"): {
+        "short_names": ("po",), "has_status": True, "has_generation": True,
+        "create_status": {"phase": "Pending"}, "categories": ("all",),
+        "returns_deleted_object": True},
+    library.lookup("services"): {
+        "short_names": ("svc",), "has_status": True, "name_rule": "dns1035",
+        "create_status": {"loadBalancer": {}}, "categories": ("all",),
+        "returns_deleted_object": True},
+    library.lookup("endpoints"): {"short_names": ("ep",)},
+    library.lookup("nodes"): {"short_names": ("no",), "has_status": True},
+    library.lookup("configmaps"): {"short_names": ("cm",)},
+    library.lookup("events"): {"short_names": ("ev",)},
+    library.lookup("serviceaccounts"): {"short_names": ("sa",), "returns_deleted_object": True},
+    library.lookup("persistentvolumeclaims"): {
+        "short_names": ("pvc",), "has_status": True, "create_status": {"phase": "Pending"},
+        "returns_deleted_object": True},
+    library.lookup("persistentvolumes"): {
+        "short_names": ("pv",), "has_status": True, "create_status": {"phase": "Pending"},
+        "returns_deleted_object": True},
+    library.lookup("deployments.apps"): {
+        "short_names": ("deploy",), "create_status": {}, **_WORKLOAD},
+    library.lookup("replicasets.apps"): {
+        "short_names": ("rs",), "create_status": {"replicas": 0}, **_WORKLOAD},
+    library.lookup("statefulsets.apps"): {
+        "short_names": ("sts",), "name_rule": "label",
+        "create_status": {"replicas": 0, "availableReplicas": 0}, **_WORKLOAD},
+    library.lookup("daemonsets.apps"): {
+        "short_names": ("ds",), "create_status": {
+            "currentNumberScheduled": 0, "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0, "numberReady": 0}, **_WORKLOAD},
+    library.lookup("jobs.batch"): {"create_status": {}, **_WORKLOAD},
+}
+
+_GROUP_ORDER = ("", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io")
+"""The order of kube-apiserver's ``/apis`` for the built-in groups (core first)."""
 
 
-BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
-    _core("namespaces", "Namespace", namespaced=False, short_names=("ns",), has_status=True,
-          name_rule="label", create_status={"phase": "Active"}, returns_deleted_object=True),
-    _core("pods", "Pod", short_names=("po",), has_status=True, has_generation=True,
-          create_status={"phase": "Pending"}, categories=("all",),
-          returns_deleted_object=True),
-    _core("services", "Service", short_names=("svc",), has_status=True, name_rule="dns1035",
-          create_status={"loadBalancer": {}}, categories=("all",),
-          returns_deleted_object=True),
-    _core("endpoints", "Endpoints", short_names=("ep",)),
-    _core("nodes", "Node", namespaced=False, short_names=("no",), has_status=True),
-    _core("configmaps", "ConfigMap", short_names=("cm",)),
-    _core("secrets", "Secret"),
-    _core("events", "Event", short_names=("ev",)),
-    _core("serviceaccounts", "ServiceAccount", short_names=("sa",),
-          returns_deleted_object=True),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease"),
-    ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
-    ResourceType("apps", "v1", "deployments", "Deployment", short_names=("deploy",),
-                 has_status=True, has_generation=True, create_status={},
-                 categories=("all",)),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",),
-                 has_status=True, has_generation=True, create_status={},
-                 categories=("all",)),
+def _group_rank(resource: Resource) -> int:
+    try:
+        return _GROUP_ORDER.index(resource.group)
+    except ValueError:
+        return len(_GROUP_ORDER)
+
+
+BUILTIN_RESOURCES: tuple[ResourceType, ...] = tuple(
+    ResourceType.from_resource(r, **_SERVER_FACTS.get(r, {}))
+    for r in sorted(library.BUILTIN_RESOURCES, key=_group_rank)
 )
-"""The compiled-in kinds: core/v1, coordination.k8s.io/v1 leases, discovery.k8s.io/v1
-endpointslices and apps/v1 deployments and replicasets."""
+"""The compiled-in kinds: every entry of :data:`informers.resources.BUILTIN_RESOURCES`, in
+the group order of kube-apiserver's discovery."""
 
 
 class ResourceRegistry:

@@ -7,19 +7,19 @@ that a real cluster lacks: seeding helpers, a request log and fault injection.
 
 from __future__ import annotations
 
-import base64
 import builtins
 import logging
 import os
 import secrets
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
-from informers.testing import status, tls
+from informers.testing import client_config, status, tls
 from informers.testing.codec import dumps, loads
+from informers.testing.connections import Connections
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
 from informers.testing.handler import ApiHTTPServer
@@ -37,8 +37,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces a new cluster has (kube-apiserver's system namespaces controller)."""
 
-_REAP_INTERVAL = 0.1  # seconds between checks for watch clients that hung up
-
 
 class ApiServer:
     """An embedded kube-apiserver: HTTP/1.1 on ``host:port`` (port 0: a free port), and the
@@ -53,28 +51,51 @@ class ApiServer:
 
     What it serves, and how it differs from a real cluster:
 
-    * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` and any kind
-      added with :meth:`register_resource`; JSON (and YAML request bodies) only, no protobuf,
+    * ``/version`` answers as kube-apiserver v1.36.3 (the release the project's real-control-
+      plane tests run);
+    * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` (every kind
+      of :data:`informers.resources.BUILTIN_RESOURCES`) and any kind added with
+      :meth:`register_resource`; JSON (and YAML request bodies) only, no protobuf,
       no server-side apply (``application/apply-patch+yaml`` answers 415), strategic merge
       patch is applied as a JSON merge patch (lists are replaced, not merged);
     * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
       pagination, bookmarks, ``sendInitialEvents`` and 410s as the API Concepts page documents
-      for kube-apiserver 1.33 with its watch cache (``watch_cache=False`` makes
+      for kube-apiserver v1.36 with its watch cache (``watch_cache=False`` makes
       ``resourceVersion=0`` lists honour ``limit``, like a server without the watch cache).
       As there, a watch from ``""``/``"0"`` is a streaming watch (WatchList defaulting: with
       ``allowWatchBookmarks`` it gets the ``initial-events-end`` bookmark), and periodic
       BOOKMARKs only come once the cluster's resourceVersion has moved past the watch's start
       (a write of any kind moves it);
-    * no admission beyond NamespaceLifecycle, no defaulting or schema validation beyond names,
-      no managedFields bookkeeping, no garbage collector (``propagationPolicy`` is accepted and
-      ignored) and no controllers; ``kubectl`` reads work, but its writes of built-in kinds
-      are protobuf and answer 415;
+    * no admission beyond NamespaceLifecycle, no defaulting or schema validation beyond names
+      (and the ``kubernetes.io/metadata.name`` label of namespaces), no managedFields
+      bookkeeping, no garbage collector (``propagationPolicy`` is accepted and ignored) and no
+      controllers but the namespace controller (below); ``kubectl`` reads work, but its
+      writes of built-in kinds are protobuf and answer 415. Two registry rules a client can
+      tell apart are kept: a Service that is not ``ExternalName`` gets a ``clusterIP`` (and
+      ``clusterIPs``) from 10.0.0.0/24 (kube-apiserver's default range) and keeps it when an
+      update leaves it out; and empty values of ``omitempty`` fields are not stored, as Go's
+      encoding drops them (``metadata.labels: {}``, a Service's ``selector: {}``, which is
+      thus no selector, an Endpoints' ``subsets: []``, a ConfigMap's ``data: {}``...);
+    * compaction (:meth:`compact`) forgets the history at once, for lists and watches alike.
+      On kube-apiserver an etcd compaction does not reach the watch cache, which keeps serving
+      watches (and exact lists, from its snapshots) from older versions until it
+      re-initialises (after its etcd watch breaks), answering 429 meanwhile; only then do old
+      versions answer 410;
     * deletion: an object with finalizers is marked (``deletionTimestamp``) and removed when an
-      update drops the last finalizer. A pod that is bound to a node (``spec.nodeName``) and not
-      terminal is deleted gracefully only when the request asks for ``gracePeriodSeconds > 0``:
-      it is marked with ``deletionTimestamp = now + grace`` and stays until a delete with
-      ``gracePeriodSeconds=0`` (what the kubelet sends); any other delete removes it at once.
-      Deleting a namespace removes everything in it at once (finalizers included), then it;
+      update drops the last finalizer. Pods are deleted as kube-apiserver deletes them: every
+      delete first writes ``deletionTimestamp``/``deletionGracePeriodSeconds`` (a MODIFIED
+      event), then, if the period is 0, removes the pod (DELETED). The period is the request's
+      ``gracePeriodSeconds``, else ``spec.terminationGracePeriodSeconds`` (which
+      kube-apiserver defaults to 30 and this server leaves absent: absent means 0), and 0 for a
+      pod bound to no node or in a terminal phase. A pod marked with a period > 0 stays until
+      a delete with a shorter one (``gracePeriodSeconds=0``: what the kubelet sends).
+      Deleting a namespace marks it (``deletionTimestamp``, ``status.phase: Terminating``;
+      creates in it then answer 403 with a ``NamespaceTerminating`` cause) and does the
+      namespace controller's work within the same request: every object in it is deleted as
+      above (objects with finalizers stay until those are removed), then the ``kubernetes``
+      spec finalizer goes and with it the namespace (``PUT .../finalize`` removes other spec
+      finalizers). No ``NamespaceDeletion*`` conditions are written. ``default``,
+      ``kube-system`` and ``kube-public`` cannot be deleted;
     * creates through the API reset the status of kinds with a status subresource (pods start
       ``Pending``), as the registry strategies do; the seeding helpers (:meth:`create`,
       :meth:`update`) keep the status you give them.
@@ -128,12 +149,9 @@ class ApiServer:
             ),
         )
         self.stopping = threading.Event()
+        self.connections = Connections(self.storage, self.stopping)
         self._lifecycle = threading.Lock()
-        self._state = threading.Condition()
-        self._watches: set[WatchHandle] = set()
-        self._connections: set[socket.socket] = set()
-        self._listeners: list[tuple[ApiHTTPServer, threading.Thread]] = []
-        self._reaper: threading.Thread | None = None
+        self._listeners: builtins.list[tuple[ApiHTTPServer, threading.Thread]] = []
         namespaces_rt = self.registry.find("namespaces")
         for name in namespaces:
             self.strategy.create(namespaces_rt, "", {"metadata": {"name": name}}, seeding=True)
@@ -168,10 +186,7 @@ class ApiServer:
                 return self
             self.stopping.clear()
             self._listen()
-            self._reaper = threading.Thread(
-                target=self._reap_watches, name="informers-testing-apiserver-reaper", daemon=True
-            )
-            self._reaper.start()
+            self.connections.start_reaper()
             logger.info("embedded API server listening on %s", self.url)
         return self
 
@@ -196,19 +211,6 @@ class ApiServer:
             httpd.server_close()
             thread.join()
 
-    def _cut_connections(self) -> None:
-        with self._state:
-            watches = list(self._watches)
-            connections = list(self._connections)
-        for handle in watches:
-            handle.drop()
-        for connection in connections:
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self.storage.notify_all()
-
     def stop(self) -> None:
         """Stop listening, cut every connection and wait (up to 5 s) for them to close."""
         with self._lifecycle:
@@ -216,12 +218,9 @@ class ApiServer:
                 return
             self.stopping.set()
             self._close_listener()
-            self._cut_connections()
-            with self._state:
-                _wait_real(self._state, lambda: not self._connections, 5.0)
-            if self._reaper is not None:
-                self._reaper.join()
-                self._reaper = None
+            self.connections.cut()
+            self.connections.wait_closed(5.0)
+            self.connections.stop_reaper()
             logger.info("embedded API server on port %d stopped", self.port)
 
     def restart(self) -> None:
@@ -231,84 +230,43 @@ class ApiServer:
             if not self._listeners:
                 raise RuntimeError("restart() needs a started server")
             self._close_listener()
-            self._cut_connections()
-            with self._state:
-                _wait_real(self._state, lambda: not self._watches, 5.0)
+            self.connections.cut()
+            self.connections.wait_for_watch_count(lambda n: n == 0, None, 5.0)
             self._listen()
 
     # -- connections and watches (called by the handler) ---------------------------------------
 
     def connection_opened(self, connection: socket.socket) -> None:
-        with self._state:
-            self._connections.add(connection)
+        self.connections.connection_opened(connection)
 
     def connection_closed(self, connection: socket.socket) -> None:
-        with self._state:
-            self._connections.discard(connection)
-            self._state.notify_all()
+        self.connections.connection_closed(connection)
 
     def watch_opened(self, handle: WatchHandle) -> None:
-        with self._state:
-            self._watches.add(handle)
-            self._state.notify_all()
+        self.connections.watch_opened(handle)
         if self.faults.hung:
             self.storage.notify_all()
 
     def watch_closed(self, handle: WatchHandle) -> None:
-        with self._state:
-            self._watches.discard(handle)
-            self._state.notify_all()
-
-    def _reap_watches(self) -> None:
-        """Notice watch clients that hung up while their stream is idle (Go's server learns it
-        from the request context) so the watch count stays true."""
-        while not REAL_CLOCK.sleep(_REAP_INTERVAL, self.stopping):
-            with self._state:
-                handles = list(self._watches)
-            for handle in handles:
-                if handle.peer_closed():
-                    handle.drop()
-                    self.storage.notify_all()
+        self.connections.watch_closed(handle)
 
     # -- clients -------------------------------------------------------------------------------
 
     def api_client(self, *, secure: bool = False) -> Any:
         """A new ``kubernetes.client.ApiClient`` for this server (host and bearer token);
         over HTTPS, verifying the test CA, when ``secure`` is set."""
-        from kubernetes import client
-
-        configuration = client.Configuration(
-            host=self.https_url if secure else self.url,
-            api_key={"BearerToken": self.token},
-            api_key_prefix={"BearerToken": "Bearer"},
-            ssl_ca_cert=tls.ca_file() if secure else None,
-        )
-        return client.ApiClient(configuration)
+        if secure:
+            return client_config.api_client(self.https_url, self.token, tls.ca_file())
+        return client_config.api_client(self.url, self.token)
 
     def kubeconfig(self, namespace: str = "default") -> dict[str, Any]:
         """A kubeconfig (as a dict) for the HTTPS listener, trusting the test CA."""
-        name = "informers-testing"
-        ca_data = base64.b64encode(tls.CA_CERT_PEM.encode()).decode()
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": name, "cluster": {
-                "server": self.https_url, "certificate-authority-data": ca_data}}],
-            "users": [{"name": name, "user": {"token": self.token}}],
-            "contexts": [{"name": name, "context": {"cluster": name, "user": name,
-                                                    "namespace": namespace}}],
-            "current-context": name,
-        }
+        return client_config.kubeconfig(
+            "informers-testing", self.https_url, tls.CA_CERT_PEM.encode(), self.token, namespace)
 
     def write_kubeconfig(self, path: str | os.PathLike[str], namespace: str = "default") -> str:
         """Write :meth:`kubeconfig` to ``path`` (mode 0600) for ``kubectl --kubeconfig``."""
-        import yaml
-
-        text = yaml.safe_dump(self.kubeconfig(namespace), sort_keys=False)
-        fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        return os.fspath(path)
+        return client_config.write_kubeconfig(path, self.kubeconfig(namespace))
 
     def register_resource(
         self, group: str, version: str, plural: str, kind: str, namespaced: bool = True, *,
@@ -406,7 +364,7 @@ class ApiServer:
     def list(
         self, resource: str, namespace: str | None = None, *, label_selector: str = "",
         field_selector: str = "",
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Copies of the stored objects in key order, optionally filtered."""
         rt = self._rt(resource)
         predicate = Predicate(rt, label_selector, field_selector)
@@ -456,8 +414,7 @@ class ApiServer:
 
     def watch_count(self, resource: str | None = None) -> int:
         """Open watches (of ``resource``, a plural, if given)."""
-        with self._state:
-            return sum(1 for h in self._watches if resource is None or h.rt.plural == resource)
+        return self.connections.watch_count(resource)
 
     def wait_for_watches(
         self, count: int, resource: str | None = None, timeout: float = 5.0
@@ -465,15 +422,11 @@ class ApiServer:
         """Wait (real seconds) until at least ``count`` watches are open. A watch counts once
         its 200 is sent and its starting point is fixed: changes made after this returns
         ``True`` reach it."""
-        with self._state:
-            return _wait_real(
-                self._state, lambda: self.watch_count(resource) >= count, timeout
-            )
+        return self.connections.wait_for_watch_count(lambda n: n >= count, resource, timeout)
 
     def wait_for_no_watches(self, resource: str | None = None, timeout: float = 5.0) -> bool:
         """Wait (real seconds) until no watch (of ``resource``) is open, e.g. after a drop."""
-        with self._state:
-            return _wait_real(self._state, lambda: self.watch_count(resource) == 0, timeout)
+        return self.connections.wait_for_watch_count(lambda n: n == 0, resource, timeout)
 
     # -- fault injection -----------------------------------------------------------------------
 
@@ -482,8 +435,7 @@ class ApiServer:
         without ending the chunked body, as when a connection or the apiserver dies. Also ends
         :meth:`hang_watches`. Returns how many watches were dropped."""
         self.faults.hung = False
-        with self._state:
-            handles = [h for h in self._watches if resource is None or h.rt.plural == resource]
+        handles = self.connections.watches(resource)
         for handle in handles:
             handle.drop()
         self.storage.notify_all()
@@ -492,15 +444,26 @@ class ApiServer:
     def fail_next(
         self, count: int, status: int, verb: str | None = None, resource: str | None = None,
         retry_after: int | None = None, *, message: str | None = None, in_stream: bool = False,
+        match: Callable[[RequestRecord], bool] | None = None,
     ) -> None:
         """Fail the next ``count`` API requests matching ``verb``/``resource`` with ``status``
         (the real reason for the code: 429 ``TooManyRequests`` with ``Retry-After``, 410
         ``Expired``, 500 ``InternalError``, 504 ``Timeout``...). Discovery is never failed.
         ``in_stream=True`` makes a failed watch answer 200 and send the Status as an ``ERROR``
-        event, as kube-apiserver reports errors found after a watch started."""
+        event, as kube-apiserver reports errors found after a watch started.
+
+        ``match`` narrows the rule further: a predicate over the request as a
+        :class:`RequestRecord` (query, namespace, name...; ``status`` is 0), called on the
+        request's thread for requests whose verb and resource match; requests it refuses are
+        served normally and do not use up the count. For example, fail only the pages of a
+        paginated list after the first (requests that carry a continue token)::
+
+            server.fail_next(1, 410, verb="list", resource="pods",
+                             match=lambda r: "continue" in r.query)
+        """
         self.faults.add_failure(InjectedFailure(
             remaining=count, code=status, verb=verb, resource=resource,
-            retry_after=retry_after, message=message, in_stream=in_stream,
+            retry_after=retry_after, message=message, in_stream=in_stream, match=match,
         ))
 
     def delay(self, seconds: float, verb: str | None = None, resource: str | None = None) -> None:
@@ -522,8 +485,7 @@ class ApiServer:
     def inject_malformed_watch_line(self) -> int:
         """Every open watch writes one line that is not JSON next, then carries on. Returns
         the number of watches affected."""
-        with self._state:
-            handles = list(self._watches)
+        handles = self.connections.watches()
         for handle in handles:
             handle.inject_malformed()
         self.storage.notify_all()
@@ -539,15 +501,4 @@ class ApiServer:
         """Forget injected failures and delays and end a hang."""
         self.faults.clear()
         self.storage.notify_all()
-
-
-def _wait_real(cond: threading.Condition, predicate: Any, timeout: float) -> bool:
-    """Wait on ``cond`` (held by the caller) in real time until ``predicate()``."""
-    deadline = REAL_CLOCK.now() + timeout
-    while not predicate():
-        remaining = deadline - REAL_CLOCK.now()
-        if remaining <= 0:
-            return False
-        REAL_CLOCK.wait_condition(cond, remaining)
-    return True
 

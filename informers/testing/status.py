@@ -14,6 +14,7 @@ from informers.errors import StatusError
 
 __all__ = [
     "MAX_REQUEST_BODY_BYTES",
+    "NAMESPACE_TERMINATING_CAUSE",
     "already_exists",
     "bad_request",
     "conflict",
@@ -23,6 +24,7 @@ __all__ = [
     "internal_error",
     "invalid",
     "method_not_allowed",
+    "namespace_terminating",
     "not_found",
     "not_found_path",
     "qualified",
@@ -159,11 +161,40 @@ def bad_request(message: str) -> StatusError:
     return _error(400, "BadRequest", message)
 
 
-def forbidden(resource: str, group: str, name: str, why: str) -> StatusError:
-    """403 ``Forbidden``: ``pods "x" is forbidden: <why>`` (``errors.NewForbidden``)."""
+def forbidden(
+    resource: str, group: str, name: str, why: str,
+    causes: list[dict[str, str]] | None = None,
+) -> StatusError:
+    """403 ``Forbidden``: ``pods "x" is forbidden: <why>`` (``errors.NewForbidden``), with
+    ``details.causes`` when given (``metav1.StatusCause`` dicts: ``reason``, ``message``,
+    ``field``)."""
+    details = _details(resource, group, name)
+    if causes:
+        details["causes"] = causes
     return _error(
-        403, "Forbidden", f'{qualified(resource, group)} "{name}" is forbidden: {why}',
-        _details(resource, group, name),
+        403, "Forbidden", f'{qualified(resource, group)} "{name}" is forbidden: {why}', details,
+    )
+
+
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+"""``core/v1`` ``NamespaceTerminatingCause``: the ``reason`` of the cause a create into a
+terminating namespace carries (what controllers such as the endpoints controller check)."""
+
+
+def namespace_terminating(resource: str, group: str, name: str, namespace: str) -> StatusError:
+    """403 for a create in a terminating namespace, exactly as the NamespaceLifecycle admission
+    plugin answers (``apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go``):
+    ``admission.NewForbidden`` plus a ``NamespaceTerminating`` cause on ``metadata.namespace``.
+
+    ``name`` is the object's name, else its ``generateName``, else ``Unknown`` (admission runs
+    before names are generated: ``admission/errors.go`` ``extractResourceName``).
+    """
+    return forbidden(
+        resource, group, name,
+        f"unable to create new content in namespace {namespace} because it is being terminated",
+        [{"reason": NAMESPACE_TERMINATING_CAUSE,
+          "message": f"namespace {namespace} is being terminated",
+          "field": "metadata.namespace"}],
     )
 
 

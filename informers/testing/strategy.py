@@ -1,24 +1,43 @@
 """kube-apiserver's registry rules for writes: what create, update, patch and delete store.
 
-The :class:`Strategy` plays the generic registry store plus the per-kind strategies and the
-NamespaceLifecycle admission plugin: it validates names, sets the server-owned metadata, checks
-optimistic concurrency, keeps the status on main-resource writes of kinds with a status
-subresource, honours finalizers and graceful pod deletion, and cascades namespace deletion.
-Every method runs under the storage lock, so each request is atomic.
+The :class:`Strategy` plays the generic registry store, applying the per-kind strategies of
+:mod:`informers.testing.kind_rules`, the NamespaceLifecycle admission plugin and,
+synchronously, kube-controller-manager's namespace controller: it validates names, sets the
+server-owned metadata, checks optimistic concurrency, keeps the status on main-resource writes
+of kinds with a status subresource, honours finalizers and graceful pod deletion, and takes a
+deleted namespace through its ``Terminating`` phase. Every method runs under the storage lock,
+so each request is atomic.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import datetime
 import random
-import re
 import uuid
 from typing import Any
 
 from informers.clock import Clock
 from informers.errors import PatchError, StatusError
 from informers.testing import status
+from informers.testing.kind_rules import (
+    IMMORTAL_NAMESPACES,
+    KUBERNETES_FINALIZER,
+    TERMINATING,
+    allocate_cluster_ip,
+    is_namespaces,
+    is_pods,
+    is_services,
+    is_terminating,
+    keep_cluster_ip,
+    omit_empty,
+    pod_grace_period,
+    prepare_namespace_create,
+    prepare_namespace_update,
+    spec_finalizers,
+    validate_name,
+)
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
 from informers.testing.resources import ResourceRegistry, ResourceType
@@ -30,30 +49,10 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-# apimachinery/pkg/util/validation/validation.go error texts.
-_NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
-    "subdomain": (_SUBDOMAIN, 253, (
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-        "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-        "'example.com', regex used for validation is "
-        r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")),
-    "label": (_LABEL, 63, (
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-        "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-        "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")),
-    "dns1035": (_DNS1035, 63, (
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-        "with an alphabetic character, and end with an alphanumeric character (e.g. "
-        "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")),
-}
 # k8s.io/apimachinery/pkg/util/rand: the alphabet of generateName suffixes (no vowels, no
 # confusable characters) and their length (names.SimpleNameGenerator, randomLength = 5).
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_LENGTH = 5
-_TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 def rfc3339(moment: datetime.datetime) -> str:
@@ -71,6 +70,12 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
 
 
+def _parse_time(text: str) -> datetime.datetime:
+    """A ``metav1.Time`` (RFC 3339, UTC, second precision) as an aware datetime."""
+    moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
 class Strategy:
     """Applies kube-apiserver's write rules on top of :class:`Storage`. Thread-safe.
 
@@ -85,6 +90,7 @@ class Strategy:
         self._registry = registry
         self._clock = clock
         self._rand = random.Random()
+        self._sweeping = False  # deleting a namespace's content: finalize once, at the end
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -120,33 +126,21 @@ class Strategy:
             raise status.bad_request("metadata must be a JSON object")
         obj.pop("kind", None)
         obj.pop("apiVersion", None)
+        omit_empty(rt, obj)
         return obj
 
-    def _validate_name(self, rt: ResourceType, name: str, namespace: str) -> None:
-        pattern, limit, message = _NAME_RULES.get(rt.name_rule, _NAME_RULES["subdomain"])
-        causes = []
-        if len(name) > limit:
-            causes.append(("FieldValueInvalid", "metadata.name",
-                           f'Invalid value: "{name}": must be no more than {limit} characters'))
-        if not pattern.fullmatch(name):
-            causes.append(("FieldValueInvalid", "metadata.name",
-                           f'Invalid value: "{name}": {message}'))
-        if causes:
-            raise status.invalid(rt.kind, rt.group, name, causes)
-
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
-        """The NamespaceLifecycle admission plugin (``plugin/pkg/admission/namespace``)."""
+        """The NamespaceLifecycle admission plugin on a create
+        (``apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go``): 404 for a
+        missing namespace, 403 with a ``NamespaceTerminating`` cause for a terminating one
+        (``status.phase``). Admission runs before names are generated or validated."""
         if not rt.namespaced:
             return
         ns = self._storage.get(self._namespaces(), namespace)
         if ns is None:
             raise status.not_found("namespaces", "", namespace)
-        if b'"deletionTimestamp"' in ns.body and ns.decode()["metadata"].get("deletionTimestamp"):
-            raise status.forbidden(
-                rt.plural, rt.group, name,
-                f"unable to create new content in namespace {namespace} because it is being "
-                "terminated",
-            )
+        if is_terminating(ns):
+            raise status.namespace_terminating(rt.plural, rt.group, name, namespace)
 
     def _current(self, rt: ResourceType, namespace: str, name: str) -> Entry:
         entry = self._storage.get(rt, object_key(rt, namespace, name))
@@ -178,6 +172,9 @@ class Strategy:
         else:
             meta.pop("namespace", None)
         with self._storage.lock:
+            self._check_namespace(
+                rt, namespace, meta.get("name") or meta.get("generateName") or "Unknown"
+            )
             name = meta.get("name") or ""
             if not name:
                 prefix = meta.get("generateName") or ""
@@ -192,7 +189,7 @@ class Strategy:
                     if self._storage.get(rt, object_key(rt, namespace, name)) is None:
                         break
                 meta["name"] = name
-            self._validate_name(rt, name, namespace)
+            validate_name(rt, name)
             if meta.get("resourceVersion"):
                 if not seeding:
                     # etcd3 store.Create refuses it; the API reports an internal error.
@@ -200,7 +197,6 @@ class Strategy:
                         "resourceVersion should not be set on objects to be created"
                     )
                 del meta["resourceVersion"]
-            self._check_namespace(rt, namespace, name)
             if self._storage.get(rt, object_key(rt, namespace, name)) is not None:
                 raise status.already_exists(rt.plural, rt.group, name)
             meta["uid"] = str(uuid.uuid4())
@@ -211,10 +207,10 @@ class Strategy:
                 meta["generation"] = 1
             else:
                 meta.pop("generation", None)
-            if rt.plural == "namespaces" and not rt.group:
-                spec = obj.setdefault("spec", {})
-                if isinstance(spec, dict):
-                    spec.setdefault("finalizers", ["kubernetes"])
+            if is_namespaces(rt):
+                prepare_namespace_create(obj, name)
+            if is_services(rt):
+                allocate_cluster_ip(obj, self._storage.collection(rt).objects.values(), self._rand)
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
@@ -292,7 +288,9 @@ class Strategy:
             old = current.decode()
         old_meta = old["metadata"]
         if subresource == "status":
-            new = copy.deepcopy(old)
+            # Everything but the status from ``old``: a copy of its top level and metadata
+            # is enough, as nothing below them is mutated.
+            new = {**old, "metadata": dict(old_meta)}
             if obj.get("status") is None:
                 new.pop("status", None)
             else:
@@ -314,6 +312,10 @@ class Strategy:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            if is_namespaces(rt):
+                prepare_namespace_update(new, old, name, keep_finalizers=subresource == "")
+            if is_services(rt):
+                keep_cluster_ip(new, old)
             if rt.has_generation and _spec_part(new) != _spec_part(old):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
             if old_meta.get("deletionTimestamp"):
@@ -333,11 +335,20 @@ class Strategy:
             return self._storage.preview(rt, new)
         new_meta = new["metadata"]
         if (new_meta.get("deletionTimestamp") and not new_meta.get("finalizers")
-                and not new_meta.get("deletionGracePeriodSeconds")):
+                and not new_meta.get("deletionGracePeriodSeconds")
+                and not (is_namespaces(rt) and spec_finalizers(new))):
             # The last finalizer is gone from an object being deleted: remove it now
-            # (registry store.go shouldDeleteDuringUpdate).
-            return self._storage.remove(rt, current.key, new)
+            # (registry store.go ShouldDeleteDuringUpdate; for namespaces also the last
+            # spec.finalizer: ShouldDeleteNamespaceDuringUpdate).
+            return self._remove(rt, current.key, new)
         return self._storage.put(rt, new)
+
+    def _remove(self, rt: ResourceType, key: str, final: dict[str, Any] | None = None) -> Entry:
+        """Remove an object; when that empties a terminating namespace, finalize it."""
+        entry = self._storage.remove(rt, key, final)
+        if rt.namespaced and not self._sweeping:
+            self._finalize_if_empty(entry.namespace)
+        return entry
 
     # -- delete --------------------------------------------------------------------------------
 
@@ -348,11 +359,13 @@ class Strategy:
         """DELETE an object; returns the entry answered and whether it is gone.
 
         Rules (documented on ``ApiServer``): preconditions are checked (409); an object with
-        finalizers is only marked (``deletionTimestamp``); a pod bound to a node and not
-        terminal is deleted gracefully when ``gracePeriodSeconds > 0`` is given, i.e. marked
-        until a delete with ``gracePeriodSeconds=0`` (what the kubelet sends); a namespace
-        takes everything in it along at once.
+        finalizers is only marked (``deletionTimestamp``); a pod is deleted gracefully
+        (:meth:`_delete_pod`: marked, then removed by a delete with period 0); a namespace
+        goes through its ``Terminating`` phase (:meth:`_delete_namespace`), and ``default``,
+        ``kube-system`` and ``kube-public`` cannot be deleted (403, NamespaceLifecycle).
         """
+        if is_namespaces(rt) and name in IMMORTAL_NAMESPACES:
+            raise status.forbidden(rt.plural, rt.group, name, "this namespace may not be deleted")
         with self._storage.lock:
             current = self._current(rt, namespace, name)
             obj = current.decode()
@@ -380,16 +393,10 @@ class Strategy:
                 raise status.bad_request("gracePeriodSeconds must be an integer")
             if dry_run:
                 return current, False
-            if self._graceful_pod(rt, obj, grace):
-                assert grace is not None
-                pending = meta.get("deletionGracePeriodSeconds")
-                if meta.get("deletionTimestamp") and pending is not None and pending <= grace:
-                    return current, False  # already terminating with a shorter period
-                moment = self._clock.wall() + datetime.timedelta(seconds=grace)
-                meta["deletionTimestamp"] = rfc3339(moment)
-                meta["deletionGracePeriodSeconds"] = grace
-                self._bump_generation(rt, meta)
-                return self._storage.put(rt, obj), False
+            if is_namespaces(rt):
+                return self._delete_namespace(rt, current, obj)
+            if is_pods(rt):
+                return self._delete_pod(rt, current, obj, grace)
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp") and not meta.get("deletionGracePeriodSeconds"):
                     return current, False  # already marked; waiting for finalizers
@@ -397,30 +404,118 @@ class Strategy:
                 meta["deletionGracePeriodSeconds"] = 0
                 self._bump_generation(rt, meta)
                 return self._storage.put(rt, obj), False
-            if rt.plural == "namespaces" and not rt.group:
-                self._delete_namespace_contents(name)
-            return self._storage.remove(rt, current.key), True
+            return self._remove(rt, current.key), True
 
-    def _graceful_pod(self, rt: ResourceType, obj: dict[str, Any], grace: int | None) -> bool:
-        if rt.group or rt.plural != "pods" or grace is None or grace <= 0:
-            return False
-        spec = obj.get("spec") or {}
-        phase = (obj.get("status") or {}).get("phase")
-        return bool(spec.get("nodeName")) and phase not in _TERMINAL_PHASES
+    def _delete_pod(
+        self, rt: ResourceType, current: Entry, obj: dict[str, Any], grace: int | None
+    ) -> tuple[Entry, bool]:
+        """A pod's delete: pods have a graceful-delete strategy, so every delete first writes
+        ``deletionTimestamp``/``deletionGracePeriodSeconds`` (a MODIFIED event) and, when the
+        period is 0 and no finalizer is left, then removes the pod (DELETED), as
+        ``registry/rest/delete.go`` ``BeforeDelete`` and ``store.go``
+        ``updateForGracefulDeletionAndFinalizers`` do. The period is
+        :func:`~informers.testing.kind_rules.pod_grace_period`'s. A pod already terminating
+        may only have its period shortened (its deadline moves by the difference); one marked
+        with period 0 is removed at once."""
+        meta = obj["metadata"]
+        period = pod_grace_period(obj, grace)
+        pending = meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp"):
+            if not pending:  # marked with period 0 (or by finalizers): remove it now
+                if meta.get("finalizers"):
+                    return current, False
+                return self._remove(rt, current.key), True
+            if period >= pending:
+                return current, False  # only a shorter period may be set
+            start = _parse_time(meta["deletionTimestamp"]) - datetime.timedelta(seconds=pending)
+            meta["deletionTimestamp"] = rfc3339(start + datetime.timedelta(seconds=period))
+        else:
+            moment = self._clock.wall() + datetime.timedelta(seconds=period)
+            meta["deletionTimestamp"] = rfc3339(moment)
+            self._bump_generation(rt, meta)
+        meta["deletionGracePeriodSeconds"] = period
+        marked = self._storage.put(rt, obj)
+        if period > 0 or meta.get("finalizers"):
+            return marked, False
+        return self._remove(rt, marked.key, marked.decode()), True
 
     @staticmethod
     def _bump_generation(rt: ResourceType, meta: dict[str, Any]) -> None:
         if rt.has_generation and meta.get("generation"):
             meta["generation"] = int(meta["generation"]) + 1
 
-    def _delete_namespace_contents(self, namespace: str) -> None:
-        # The namespace controller's job, done synchronously: every namespaced object goes.
+    # -- namespace lifecycle -------------------------------------------------------------------
+
+    def _delete_namespace(
+        self, rt: ResourceType, current: Entry, obj: dict[str, Any]
+    ) -> tuple[Entry, bool]:
+        """``registry/core/namespace/storage`` ``REST.Delete``, then the namespace controller.
+
+        The first delete sets ``deletionTimestamp`` and ``status.phase: Terminating`` and
+        answers that object; the controller's work (``pkg/controller/namespace/deletion``)
+        follows at once: every object in the namespace is deleted like an API delete without
+        options (finalizers are honoured), and once nothing is left the ``kubernetes`` spec
+        finalizer is removed, which removes the namespace unless other finalizers remain. A
+        later delete answers the namespace unchanged while it has spec finalizers.
+        """
+        meta = obj["metadata"]
+        name = meta["name"]
+        if meta.get("deletionTimestamp"):
+            if spec_finalizers(obj) or meta.get("finalizers"):
+                return current, False
+            return self._remove(rt, current.key), True
+        meta["deletionTimestamp"] = self._now()
+        status_part = obj.get("status")
+        obj["status"] = {**(status_part if isinstance(status_part, dict) else {}),
+                         "phase": TERMINATING}
+        marked = self._storage.put(rt, obj)
+        self._sweeping = True
+        try:
+            self._delete_namespace_contents(name)
+        finally:
+            self._sweeping = False
+        self._finalize_if_empty(name)
+        return marked, False
+
+    def _namespace_keys(self, namespace: str) -> list[tuple[ResourceType, str]]:
         prefix = namespace + "/"
+        found = []
         for coll in self._storage.collections():
             if not coll.rt.namespaced:
                 continue
-            for key in [k for k in coll.sorted_keys() if k.startswith(prefix)]:
-                self._storage.remove(coll.rt, key)
+            keys = coll.sorted_keys()
+            index = bisect.bisect_left(keys, prefix)
+            while index < len(keys) and keys[index].startswith(prefix):
+                found.append((coll.rt, keys[index]))
+                index += 1
+        return found
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        # namespaced_resources_deleter.go deleteAllContent: a delete of every object.
+        for rt, key in self._namespace_keys(namespace):
+            entry = self._storage.get(rt, key)
+            if entry is not None:
+                self.delete(rt, entry.namespace, entry.name, {})
+
+    def _finalize_if_empty(self, namespace: str) -> None:
+        """The namespace controller's last step: a terminating namespace that is empty loses
+        the ``kubernetes`` spec finalizer (``finalizeNamespace``, a ``/finalize`` update)."""
+        rt = self._namespaces()
+        ns = self._storage.get(rt, namespace)
+        if ns is None or not is_terminating(ns):
+            return
+        obj = ns.decode()
+        if KUBERNETES_FINALIZER not in spec_finalizers(obj):
+            return
+        if self._namespace_keys(namespace):
+            return
+        spec = obj["spec"]
+        rest = sorted({f for f in spec["finalizers"] if f != KUBERNETES_FINALIZER})
+        if rest:
+            spec["finalizers"] = rest
+        else:
+            del spec["finalizers"]  # omitempty
+        self._write_update(rt, "", namespace, ns, obj, "finalize", False)
 
     def delete_collection(
         self, rt: ResourceType, namespace: str | None, predicate: Predicate,

@@ -83,6 +83,9 @@ class WatchHandle:
         self._connection = connection
         self._lock = threading.Lock()
         self.dropped = False
+        self.ending = False
+        """Set before the last chunk is written: from then on the client may send its next
+        request on the connection, so readability no longer means it hung up."""
         self._malformed = 0
 
     def drop(self) -> None:
@@ -95,17 +98,26 @@ class WatchHandle:
             except OSError:
                 pass
 
-    def peer_closed(self) -> bool:
-        """True when the client has hung up: its socket became readable (EOF, or over TLS a
-        close_notify). A watch client sends nothing while it reads its stream."""
+    def fileno(self) -> int:
+        """The connection's file descriptor, -1 when there is none (or it is closed). The
+        server waits for it to become readable: a watch client sends nothing while it reads
+        its stream, so readability means it hung up (EOF, or over TLS a close_notify)."""
         connection = self._connection
-        if connection is None or self.dropped:
-            return False
+        if connection is None:
+            return -1
         try:
-            readable, _, _ = select.select([connection], [], [], 0)
+            return connection.fileno()
         except (OSError, ValueError):
-            return True
-        return bool(readable)
+            return -1
+
+    def peer_closed(self) -> bool:
+        """True when the client has hung up: its socket is readable now (see :meth:`fileno`)."""
+        fd = self.fileno()
+        if fd < 0 or self.dropped:
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
 
     def inject_malformed(self) -> None:
         with self._lock:
@@ -180,6 +192,7 @@ class WatchStream:
         # ready-made lines (the initial-events-end bookmark, an ERROR).
         self._pending: list[bytes | Entry] = []
         self._error: StatusError | None = None
+        self._started: float | None = None
 
     # -- start ---------------------------------------------------------------------------------
 
@@ -199,6 +212,10 @@ class WatchStream:
         opts = self._opts
         rv_text = opts.resource_version
         storage = self._storage
+        # The timeout and bookmark schedule run from here, before the server counts the
+        # watch as open: a test stepping a fake clock right after wait_for_watches() must
+        # reach the deadline.
+        self._started = self._clock.now()
         if opts.send_initial_events is not None and rv_text not in ("", "0"):
             wanted = int(rv_text)
             if storage.rv < wanted and not storage.wait_for_rv(wanted, self._fresh_wait):
@@ -287,7 +304,7 @@ class WatchStream:
     def serve(self, writer: ChunkWriter, handle: WatchHandle) -> None:
         """Stream until the timeout, an error, or ``handle.drop()``. Never raises ``OSError``."""
         storage, coll, clock, faults = self._storage, self._coll, self._clock, self._faults
-        start = clock.now()
+        start = clock.now() if self._started is None else self._started
         deadline = start + self._timeout
         next_bookmark = self._next_bookmark(start, deadline)
         finishing = self._error is not None

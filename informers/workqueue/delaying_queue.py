@@ -94,6 +94,15 @@ class DelayingQueue(Queue[T]):
             if self._heap[0] is entry:
                 cond.notify()
 
+    def waiting_len(self) -> int:
+        """How many items wait for their ``add_after`` deadline (not yet in the queue).
+
+        For tests and diagnostics: a test that steps a fake clock can first wait until the item
+        it expects to be delayed is really waiting, so the step cannot race the ``add_after``.
+        """
+        with self._waiting_cond:
+            return len(self._waiting)
+
     def _waiting_loop(self) -> None:
         cond = self._waiting_cond
         heap = self._heap

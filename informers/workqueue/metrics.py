@@ -12,11 +12,11 @@ clock call and runs no updater thread.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable
 from typing import Protocol
 
 from informers.clock import Clock
+from informers.global_provider import GlobalProvider
 
 __all__ = [
     "ADDS_METRIC",
@@ -168,8 +168,7 @@ class NoopMetricsProvider:
         return _NOOP_METRIC
 
 
-_provider_lock = threading.Lock()
-_global_provider: MetricsProvider = NoopMetricsProvider()
+_provider: GlobalProvider[MetricsProvider] = GlobalProvider(NoopMetricsProvider())
 
 
 def set_provider(provider: MetricsProvider) -> MetricsProvider:
@@ -182,17 +181,12 @@ def set_provider(provider: MetricsProvider) -> MetricsProvider:
     Returns:
         The provider that was set before.
     """
-    global _global_provider
-    with _provider_lock:
-        previous = _global_provider
-        _global_provider = provider
-        return previous
+    return _provider.set(provider)
 
 
 def get_provider() -> MetricsProvider:
     """The process-wide provider set by :func:`set_provider` (a no-op provider by default)."""
-    with _provider_lock:
-        return _global_provider
+    return _provider.get()
 
 
 class QueueMetrics:

@@ -80,7 +80,11 @@ log "building Kubernetes $K8S_VERSION into $BIN with $(go version) (-p $PARALLEL
 # --- kube-apiserver and kube-controller-manager -------------------------------------------
 mkdir -p "$WORK/k8s" "$WORK/out"
 cd "$WORK/k8s"
-k8s_mod=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+if ! k8s_json=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION"); then
+    log "cannot download k8s.io/kubernetes@$K8S_VERSION: $(sed -n 's/^\t"Error": //p' <<<"$k8s_json")"
+    exit 1
+fi
+k8s_mod=$(sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p' <<<"$k8s_json")
 [[ -f $k8s_mod ]] || { log "no go.mod for k8s.io/kubernetes@$K8S_VERSION"; exit 1; }
 go_directive=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$k8s_mod")
 minor_patch=${K8S_VERSION#v1.}             # 36.3

@@ -1,0 +1,506 @@
+"""Benchmarks our informer and EndpointController against client-go and kube-controller-manager
+on a real kube-apiserver.
+
+Run ``python -m benchmarks.bench_real`` (10,000 pods; several minutes) or add ``--quick``
+(2,000 pods, 1,000 events, a short churn; about two minutes). It starts the real control
+plane (``tools/control-plane/build.sh``, building it if needed), seeds the pods
+(:func:`benchmarks.pods.make_pod`: created, then their status written, by parallel requests),
+and builds ``benchmarks/clientgo`` (a Go program on client-go v0.36.3; the binary is cached in
+``~/.cache/kube-informers/clientgo/<hash of its sources>/``). Every measured client runs in a
+process of its own against the same server.
+
+Figures, for three pod informers: client-go's ``SharedInformerFactory`` (Go), ours
+(``informers.SharedInformerFactory``) and the official Python client's
+``kubernetes.informer.SharedInformer`` (kubernetes 37 ships it):
+
+a. Initial sync of N pods: start to synced (best of ``--repeat`` for client-go and ours, one
+   run of the official one, whose first-list ADDED handler count stands in for the
+   ``has_synced`` it lacks). client-go uses its defaults (JSON; watch-list streaming, on by
+   default since v0.35), ours its defaults (paginated list).
+b. Watch events per second: a fresh informer whose first list is pinned to a resourceVersion
+   taken just before ``--events`` pods were merge-patched (``resourceVersionMatch=Exact``), so
+   its watch replays the MODIFIED events as fast as the client reads them; first to last
+   update handler call (each event applied to the indexer and delivered to one handler). The
+   patches are repeated for each client, so every client gets an identical burst.
+c. Resident memory: the RSS growth of the synced process (after a GC) per cached pod, and the
+   RSS itself. client-go and ours strip managedFields on the way in (ours by default, the Go
+   program by ``SetTransform``); the official informer keeps whole model objects.
+
+And for the EndpointController, the readiness-to-Endpoints delay under churn: ``--services``
+Services of ``--pods-per-service`` pods each; one controller at a time (kube-controller-manager
+with only its endpoints controller, then ours as ``python -m controllers.endpoint``, both with 5
+workers and no client-side rate limit: kube-controller-manager gets ``--kube-api-qps=1000``,
+its default 20 qps would throttle it) while the same seeded script flips pods' Ready condition
+at ``--churn-rate`` per second for ``--churn-seconds``. An observer watching pods and Endpoints
+records, per flip, the time from the pod's MODIFIED event to the first Endpoints event that
+shows the pod on the matching side.
+
+The table gives ratios ours/client-go, ours/official and ours/kube-controller-manager, and the
+targets: initial sync within 1.5x of client-go, EndpointController delay (median and p99) no
+worse than kube-controller-manager's. ``--profile`` also runs one sync of ours under the
+sampling profiler of :mod:`benchmarks.bench_informer` and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_informer import Sampler, finish, read_json, rss_bytes
+from benchmarks.pods import make_pod
+from benchmarks.real_churn import Churn, measure_endpoint_controllers
+from benchmarks.real_http import Http, parallel
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD_SCRIPT = ROOT / "tools" / "control-plane" / "build.sh"
+CLIENTGO_DIR = Path(__file__).resolve().parent / "clientgo"
+CACHE_ROOT = Path(os.environ.get("KUBE_INFORMERS_CACHE",
+                                 Path.home() / ".cache" / "kube-informers"))
+POLL = 0.002  # seconds between has_synced() checks (the Go program polls as often)
+CHILD_TIMEOUT = 600.0
+
+
+def _emit(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+# -- seeding ------------------------------------------------------------------------------------
+
+
+def seed_pods(http: Http, count: int) -> float:
+    """Create ``count`` realistic pods in ``default`` and write their status; seconds taken."""
+    start = time.perf_counter()
+
+    def one(i: int) -> None:
+        pod = make_pod(i)
+        status = pod.pop("status")
+        meta = pod["metadata"]
+        for key in ("uid", "resourceVersion", "creationTimestamp", "generateName"):
+            meta.pop(key, None)
+        namespace = meta["namespace"]
+        http.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+        http.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{meta['name']}/status",
+                     {"status": status}, "application/merge-patch+json")
+
+    parallel(one, range(count))
+    return time.perf_counter() - start
+
+
+def patch_burst(http: Http, names: Sequence[tuple[str, str]], round_: int) -> float:
+    """One merge patch (a fresh label value) of each pod: one MODIFIED event each."""
+    start = time.perf_counter()
+    body = {"metadata": {"labels": {"bench-round": str(round_)}}}
+    parallel(lambda nn: http.request("PATCH", f"/api/v1/namespaces/{nn[0]}/pods/{nn[1]}", body,
+                                     "application/merge-patch+json"), names)
+    return time.perf_counter() - start
+
+
+# -- the Go program -------------------------------------------------------------------------------
+
+
+def build_clientgo(log: Callable[[str], None]) -> Path:
+    """Build ``benchmarks/clientgo`` unless a binary of the same sources is cached."""
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "main.go"):
+        digest.update((CLIENTGO_DIR / name).read_bytes())
+    out_dir = CACHE_ROOT / "clientgo" / digest.hexdigest()[:16]
+    binary = out_dir / "bench-clientgo"
+    if binary.exists():
+        return binary
+    if shutil.which("go") is None:
+        raise RuntimeError("'go' is not on PATH: cannot build benchmarks/clientgo")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, GOTOOLCHAIN="local", CGO_ENABLED="0",
+               GOFLAGS=(os.environ.get("GOFLAGS", "") + " -buildvcs=false").strip())
+    start = time.perf_counter()
+    partial = out_dir / f"bench-clientgo.{os.getpid()}"
+    subprocess.run(["go", "build", "-o", str(partial), "."], cwd=CLIENTGO_DIR, env=env,
+                   check=True)
+    partial.rename(binary)
+    log(f"built {binary} in {time.perf_counter() - start:.0f} s")
+    return binary
+
+
+def _go_version() -> str:
+    done = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "go ?"
+
+
+def spawn_go(binary: Path, kubeconfig: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(binary), f"-kubeconfig={kubeconfig}", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+
+
+# -- Python children ------------------------------------------------------------------------------
+
+
+def spawn_child(mode: str, kubeconfig: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "benchmarks.bench_real", "--child", mode,
+                             "--kubeconfig", kubeconfig, *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+
+
+def _client(kubeconfig: str) -> Any:
+    from kubernetes import config
+
+    return config.new_client_from_config(config_file=kubeconfig)
+
+
+def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool) -> int:
+    from informers import ResourceEventHandlerFuncs, SharedInformerFactory
+    from informers.list_watch import ListOptions
+
+    def pin(options: ListOptions) -> None:
+        # lists (not watches, which ask for bookmarks) start at rv, exactly
+        if rv and not options.allow_watch_bookmarks and not options.continue_:
+            options.resource_version = rv
+            options.resource_version_match = "Exact"
+
+    factory = SharedInformerFactory(_client(kubeconfig), tweak_list_options=pin if rv else None)
+    informer = factory.core().v1().pods().informer()
+    state = {"seen": 0, "first": 0.0, "last": 0.0}
+    done = threading.Event()
+
+    def on_update(old: Any, new: Any) -> None:
+        state["seen"] += 1
+        if state["seen"] == 1:
+            state["first"] = time.perf_counter()
+        if state["seen"] == events:
+            state["last"] = time.perf_counter()
+            done.set()
+
+    informer.add_event_handler(ResourceEventHandlerFuncs(on_update=on_update))
+    sampler = Sampler() if profile else None
+    gc.collect()
+    rss0 = rss_bytes()
+    if sampler is not None:
+        sampler.start()
+    start = time.perf_counter()
+    factory.start()
+    while not informer.has_synced():
+        if time.perf_counter() - start > CHILD_TIMEOUT:
+            _emit({"error": "ours: not synced"})
+            os._exit(1)
+        time.sleep(POLL)
+    synced = time.perf_counter() - start
+    if sampler is not None:
+        sys.stderr.write(sampler.report(f"our initial sync of {pods} pods ({synced:.2f} s)"))
+        sampler = Sampler() if events else None
+        if sampler is not None:
+            sampler.start()
+    if events:
+        if not done.wait(CHILD_TIMEOUT):
+            _emit({"error": f"ours: saw {state['seen']} of {events} MODIFIED events"})
+            os._exit(1)
+        if sampler is not None:
+            sys.stderr.write(sampler.report(f"our watch burst of {events} events"))
+        _emit({"events": events, "seconds": state["last"] - state["first"], "synced": synced})
+    else:
+        gc.collect()
+        _emit({"synced": synced, "rss0": rss0, "rss1": rss_bytes(),
+               "cached": len(informer.get_indexer().list_keys())})
+    os._exit(0)  # skip joining daemon threads: not measured
+
+
+def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
+    from kubernetes import client
+    from kubernetes.informer import ADDED, MODIFIED, SharedInformer
+
+    api = client.CoreV1Api(_client(kubeconfig))
+
+    def list_pods(**kwargs: Any) -> Any:
+        if rv and not kwargs.get("watch"):
+            kwargs.update(resource_version=rv, resource_version_match="Exact")
+        return api.list_pod_for_all_namespaces(**kwargs)
+
+    informer = SharedInformer(list_pods)
+    state = {"added": 0, "seen": 0, "first": 0.0, "last": 0.0}
+    synced_event, done = threading.Event(), threading.Event()
+
+    def on_added(obj: Any) -> None:
+        state["added"] += 1
+        if state["added"] == pods:
+            synced_event.set()
+
+    def on_modified(obj: Any) -> None:
+        state["seen"] += 1
+        if state["seen"] == 1:
+            state["first"] = time.perf_counter()
+        if state["seen"] == events:
+            state["last"] = time.perf_counter()
+            done.set()
+
+    informer.add_event_handler(ADDED, on_added)
+    informer.add_event_handler(MODIFIED, on_modified)
+    gc.collect()
+    rss0 = rss_bytes()
+    start = time.perf_counter()
+    informer.start()
+    if not synced_event.wait(CHILD_TIMEOUT):
+        _emit({"error": f"official: {state['added']} of {pods} pods after {CHILD_TIMEOUT} s"})
+        os._exit(1)
+    synced = time.perf_counter() - start
+    if events:
+        if not done.wait(CHILD_TIMEOUT):
+            _emit({"error": f"official: saw {state['seen']} of {events} MODIFIED events"})
+            os._exit(1)
+        _emit({"events": events, "seconds": state["last"] - state["first"], "synced": synced})
+    else:
+        gc.collect()
+        _emit({"synced": synced, "rss0": rss0, "rss1": rss_bytes(),
+               "cached": len(informer.cache.list_keys())})
+    os._exit(0)
+
+
+def run_child(process: subprocess.Popen[str]) -> dict[str, Any]:
+    try:
+        return read_json(process, CHILD_TIMEOUT)
+    finally:
+        finish(process)
+
+
+# -- informer figures -----------------------------------------------------------------------------
+
+
+@dataclass
+class ClientFigures:
+    syncs: list[float] = field(default_factory=list)
+    rss_growth: list[int] = field(default_factory=list)
+    rss: list[int] = field(default_factory=list)
+    events_per_second: float = 0.0
+
+    @property
+    def sync(self) -> float:
+        return min(self.syncs)
+
+    @property
+    def per_pod(self) -> float:
+        return float(min(self.rss_growth))
+
+
+def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: int,
+                      repeat: int, official: bool, profile: bool,
+                      log: Callable[[str], None]) -> dict[str, ClientFigures]:
+    kubeconfig = plane.kubeconfig_path
+    figures = {"client-go": ClientFigures(), "ours": ClientFigures()}
+    if official:
+        figures["official"] = ClientFigures()
+
+    def spawn(client: str, *args: str) -> subprocess.Popen[str]:
+        if client == "client-go":
+            return spawn_go(binary, kubeconfig, *args)
+        return spawn_child(client, kubeconfig, "--pods", str(pods), *args)
+
+    for client, fig in list(figures.items()):
+        for i in range(1 if client == "official" else repeat):
+            args = ("-mode=sync",) if client == "client-go" else ()
+            result = run_child(spawn(client, *args))
+            if result["cached"] != pods:
+                raise RuntimeError(f"{client} cached {result['cached']} of {pods} pods")
+            fig.syncs.append(result["synced"])
+            fig.rss_growth.append((result["rss1"] - result["rss0"]) // pods)
+            fig.rss.append(result["rss1"])
+            log(f"{client} sync {i + 1}: {result['synced']:.3f} s, RSS {result['rss1'] / 1e6:.0f}"
+                f" MB (+{(result['rss1'] - result['rss0']) / 1e6:.0f} MB)")
+    # client-go once more with a plain paginated list, as ours does (watch-list streaming off)
+    listing = ClientFigures()
+    for _ in range(repeat):
+        process = subprocess.Popen(
+            [str(binary), f"-kubeconfig={kubeconfig}", "-mode=sync"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, text=True,
+            env=dict(os.environ, KUBE_FEATURE_WatchListClient="false"))
+        result = run_child(process)
+        listing.syncs.append(result["synced"])
+        listing.rss_growth.append((result["rss1"] - result["rss0"]) // pods)
+        listing.rss.append(result["rss1"])
+    log(f"client-go without watch-list: best sync {listing.sync:.3f} s")
+    figures["client-go-list"] = listing
+    if profile:
+        finish_profile = spawn_child("ours", kubeconfig, "--pods", str(pods), "--profile")
+        run_child(finish_profile)
+
+    if events:
+        names = [(p["metadata"]["namespace"], p["metadata"]["name"])
+                 for p in (make_pod(i) for i in range(min(events, pods)))]
+        clients = [c for c in figures if c != "client-go-list"]
+        for round_, client in enumerate(clients, start=1):
+            fig = figures[client]
+            rv = http.resource_version("/api/v1/pods")
+            seconds = patch_burst(http, names, round_)
+            log(f"{len(names):,} pods patched in {seconds:.1f} s (from resourceVersion {rv})")
+            if client == "client-go":
+                args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}", f"-events={len(names)}")
+            else:
+                args = ("--rv", rv, "--events", str(len(names)))
+                if profile and client == "ours":
+                    args += ("--profile",)
+            result = run_child(spawn(client, *args))
+            fig.events_per_second = result["events"] / result["seconds"]
+            log(f"{client} watch: {result['events']:,} MODIFIED events in "
+                f"{result['seconds']:.3f} s ({fig.events_per_second:,.0f}/s)")
+    return figures
+
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+
+def table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [_row(rows[0], widths), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += [_row(r, widths) for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def report(pods: int, figures: dict[str, ClientFigures], churns: dict[str, Churn]) -> str:
+    ours, go = figures["ours"], figures["client-go"]
+    official = figures.get("official")
+    header = ["figure", "ours", "client-go", "official", "ours/client-go", "ours/official",
+              "target", "result"]
+    rows = [header]
+    sync_ratio = ours.sync / go.sync
+    rows.append([f"initial sync, {pods:,} pods", f"{ours.sync:.2f} s", f"{go.sync:.2f} s",
+                 f"{official.sync:.2f} s" if official else "-", f"{sync_ratio:.2f}x",
+                 f"{ours.sync / official.sync:.2f}x" if official else "-", "<= 1.5x client-go",
+                 "PASS" if sync_ratio <= 1.5 else "FAIL"])
+    listing = figures.get("client-go-list")
+    if listing is not None:
+        ratio = ours.sync / listing.sync
+        rows.append(["initial sync, client-go listing (watch-list off)", f"{ours.sync:.2f} s",
+                     f"{listing.sync:.2f} s", "-", f"{ratio:.2f}x", "-", "-", "-"])
+    if ours.events_per_second:
+        rows.append(["watch, MODIFIED events/s", f"{ours.events_per_second:,.0f}",
+                     f"{go.events_per_second:,.0f}",
+                     f"{official.events_per_second:,.0f}" if official else "-",
+                     f"{ours.events_per_second / go.events_per_second:.2f}x",
+                     f"{ours.events_per_second / official.events_per_second:.1f}x"
+                     if official else "-", "-", "-"])
+    rows.append(["memory per cached pod (RSS growth)", f"{ours.per_pod / 1e3:.1f} KB",
+                 f"{go.per_pod / 1e3:.1f} KB",
+                 f"{official.per_pod / 1e3:.1f} KB" if official else "-",
+                 f"{ours.per_pod / go.per_pod:.2f}x",
+                 f"{ours.per_pod / official.per_pod:.2f}x" if official else "-", "-", "-"])
+    rows.append(["RSS once synced", f"{min(ours.rss) / 1e6:.0f} MB", f"{min(go.rss) / 1e6:.0f} MB",
+                 f"{min(official.rss) / 1e6:.0f} MB" if official else "-",
+                 f"{min(ours.rss) / min(go.rss):.2f}x",
+                 f"{min(ours.rss) / min(official.rss):.2f}x" if official else "-", "-", "-"])
+    text = table(rows)
+    if churns:
+        kcm, mine = churns["kube-controller-manager"], churns["ours"]
+        header = ["EndpointController readiness-to-Endpoints delay", "ours",
+                  "kube-controller-manager", "ours/kcm", "target", "result"]
+        rows = [header]
+        for label, q in (("median", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)):
+            a, b = mine.quantile(q), kcm.quantile(q)
+            target = "<= 1.0x" if q in (0.5, 0.99) else "-"
+            result = ("PASS" if a <= b else "FAIL") if target != "-" else "-"
+            rows.append([label, f"{a * 1e3:.1f} ms", f"{b * 1e3:.1f} ms", f"{a / b:.2f}x",
+                         target, result])
+        rows.append(["changes timed / never shown", f"{len(mine.delays)} / {mine.missed}",
+                     f"{len(kcm.delays)} / {kcm.missed}", "-", "-", "-"])
+        text += "\n\n" + table(rows)
+    return text
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_real",
+                                     description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true",
+                        help="2,000 pods, 1,000 events, 10x10 pods churned for 10 s")
+    parser.add_argument("--pods", type=int, default=None, help="pods (default 10,000)")
+    parser.add_argument("--events", type=int, default=None,
+                        help="MODIFIED events of the watch figure (default: as many as pods, "
+                             "at most 10,000; 1,000 with --quick; 0 skips it)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="syncs of client-go and ours, best taken (default 3; 2 with --quick)")
+    parser.add_argument("--no-official", action="store_true",
+                        help="skip the official client's informer (the slowest part)")
+    parser.add_argument("--services", type=int, default=None,
+                        help="Services of the churn (default 40; 10 with --quick)")
+    parser.add_argument("--pods-per-service", type=int, default=None,
+                        help="pods per churned Service (default 25; 10 with --quick)")
+    parser.add_argument("--churn-rate", type=float, default=50.0,
+                        help="readiness flips per second (default 50)")
+    parser.add_argument("--churn-seconds", type=float, default=None,
+                        help="how long to churn (default 30; 10 with --quick)")
+    parser.add_argument("--no-endpoints", action="store_true",
+                        help="skip the EndpointController figures")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile one sync of ours (sampling, every thread)")
+    parser.add_argument("--child", choices=("ours", "official"), help=argparse.SUPPRESS)
+    parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    parser.add_argument("--rv", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    pods = args.pods or (2_000 if args.quick else 10_000)
+    if args.child == "ours":
+        return child_ours(args.kubeconfig, pods, args.rv, args.events or 0, args.profile)
+    if args.child == "official":
+        return child_official(args.kubeconfig, pods, args.rv, args.events or 0)
+
+    from informers.testing.control_plane import ControlPlane, GoMissingError, find_binaries
+
+    events = args.events if args.events is not None else (
+        1_000 if args.quick else min(pods, 10_000))
+    repeat = args.repeat or (2 if args.quick else 3)
+    services = args.services or (10 if args.quick else 40)
+    per_service = args.pods_per_service or (10 if args.quick else 25)
+    churn_seconds = args.churn_seconds or (10.0 if args.quick else 30.0)
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f} s] {message}", flush=True)
+
+    try:
+        binaries = find_binaries(BUILD_SCRIPT, log=sys.stderr)
+    except GoMissingError as exc:
+        print(f"bench_real: skipped: {exc}")
+        return 0
+    binary = build_clientgo(log)
+    work_dir = tempfile.mkdtemp(prefix="kube-informers-bench-real-")
+    print(f"bench_real: {pods:,} pods, {events:,} watch events, Kubernetes "
+          f"{binaries.kubernetes_version}, etcd {binaries.etcd_version}, Python "
+          f"{sys.version.split()[0]}, {_go_version()}; load average "
+          f"{os.getloadavg()[0]:.2f}; logs in {work_dir}", flush=True)
+    with ControlPlane(binaries, work_dir=work_dir) as plane:
+        http = Http(plane.url, plane.token, plane.ca_file)
+        log(f"control plane up; seeding {pods:,} pods")
+        seconds = seed_pods(http, pods)
+        log(f"{pods:,} pods created and their status written in {seconds:.1f} s")
+        figures = measure_informers(plane, http, binary, pods, events, repeat,
+                                    not args.no_official, args.profile, log)
+        churns: dict[str, Churn] = {}
+        if not args.no_endpoints:
+            log(f"EndpointController churn: {services} Services x {per_service} pods, "
+                f"{args.churn_rate:g} flips/s for {churn_seconds:g} s")
+            churns = measure_endpoint_controllers(plane, http, services, per_service,
+                                                  args.churn_rate, churn_seconds, work_dir, log)
+    print()
+    print(report(pods, figures, churns))
+    print(f"\ntotal {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,178 @@
+// Command bench-clientgo measures client-go's pod informer against a real kube-apiserver, the
+// baseline of benchmarks/bench_real.py. It prints one JSON object on stdout.
+//
+// Modes:
+//
+//	-mode sync   a SharedInformerFactory pod informer: seconds from factory.Start to
+//	             HasSynced (polled every 2 ms, as the Python children do), and the resident
+//	             memory before and after (after runtime.GC and debug.FreeOSMemory).
+//	-mode watch  a pod informer whose first list is pinned to -rv (resourceVersionMatch=Exact;
+//	             watch-list streaming off, so the reflector lists): its watch then replays the
+//	             -events MODIFIED events written after -rv as fast as it reads them; seconds
+//	             from the first to the last UpdateFunc call (each event applied to the indexer
+//	             and delivered to one handler).
+//
+// Both strip managedFields on the way in (SetTransform), as kube-informers' factory does by
+// default; -keep-managed-fields turns that off. Content type: client-go's default (JSON).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			fields := strings.Fields(line)
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func settledRSS() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	return rssBytes()
+}
+
+func stripManagedFields(obj interface{}) (interface{}, error) {
+	if accessor, ok := obj.(metav1.Object); ok {
+		accessor.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+func emit(value map[string]interface{}) {
+	out, _ := json.Marshal(value)
+	fmt.Println(string(out))
+}
+
+func fail(format string, args ...interface{}) {
+	emit(map[string]interface{}{"error": fmt.Sprintf(format, args...)})
+	os.Exit(1)
+}
+
+// pinnedListWatch lists pods at one resourceVersion exactly, then watches from there.
+type pinnedListWatch struct {
+	client kubernetes.Interface
+	rv     string
+}
+
+func (lw *pinnedListWatch) List(options metav1.ListOptions) (kruntime.Object, error) {
+	if options.Continue == "" {
+		options.ResourceVersion = lw.rv
+		options.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+	}
+	return lw.client.CoreV1().Pods("").List(context.Background(), options)
+}
+
+func (lw *pinnedListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
+	return lw.client.CoreV1().Pods("").Watch(context.Background(), options)
+}
+
+// IsWatchListSemanticsUnSupported keeps the reflector on list+watch (client-go util/watchlist).
+func (lw *pinnedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server")
+	mode := flag.String("mode", "sync", "sync or watch")
+	rv := flag.String("rv", "", "watch mode: list at this resourceVersion")
+	events := flag.Int("events", 0, "watch mode: MODIFIED events to wait for")
+	keepManagedFields := flag.Bool("keep-managed-fields", false, "do not strip managedFields")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	flag.Parse()
+
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fail("kubeconfig: %v", err)
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		fail("client: %v", err)
+	}
+	stop := make(chan struct{})
+	deadline := time.Now().Add(*timeout)
+	rss0 := settledRSS()
+
+	switch *mode {
+	case "sync":
+		factory := informers.NewSharedInformerFactory(client, 0)
+		informer := factory.Core().V1().Pods().Informer()
+		if !*keepManagedFields {
+			_ = informer.SetTransform(stripManagedFields)
+		}
+		_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(oldObj, newObj interface{}) {},
+		})
+		start := time.Now()
+		factory.Start(stop)
+		for !informer.HasSynced() {
+			if time.Now().After(deadline) {
+				fail("not synced after %v", *timeout)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		synced := time.Since(start).Seconds()
+		rss1 := settledRSS()
+		emit(map[string]interface{}{"synced": synced, "rss0": rss0, "rss1": rss1,
+			"cached": len(informer.GetStore().ListKeys())})
+	case "watch":
+		informer := cache.NewSharedIndexInformer(&pinnedListWatch{client, *rv}, &corev1.Pod{}, 0,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		if !*keepManagedFields {
+			_ = informer.SetTransform(stripManagedFields)
+		}
+		var seen int64
+		var first, last time.Time
+		done := make(chan struct{})
+		target := int64(*events)
+		_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(oldObj, newObj interface{}) {
+				n := atomic.AddInt64(&seen, 1)
+				if n == 1 {
+					first = time.Now()
+				}
+				if n == target {
+					last = time.Now()
+					close(done)
+				}
+			},
+		})
+		go informer.Run(stop)
+		select {
+		case <-done:
+		case <-time.After(time.Until(deadline)):
+			fail("saw %d of %d MODIFIED events", atomic.LoadInt64(&seen), target)
+		}
+		emit(map[string]interface{}{"events": target, "seconds": last.Sub(first).Seconds(),
+			"cached": len(informer.GetStore().ListKeys())})
+	default:
+		fail("unknown mode %q", *mode)
+	}
+	os.Exit(0)
+}

@@ -1,0 +1,275 @@
+"""What kube-apiserver's per-kind registry strategies do to an object, as pure functions.
+
+The embedded server's :class:`~informers.testing.strategy.Strategy` plays the generic registry
+store (``registry/generic/registry/store.go``); the rules here are those of the kinds it
+serves, from their ``strategy.go`` files under ``kubernetes/pkg/registry`` and from
+``apimachinery/pkg/util/validation``: how a name must look, which empty fields the encoding
+drops, a Service's cluster IP, a pod's graceful-deletion period and a namespace's finalizer,
+label and ``Terminating`` phase. They read and change plain dicts, never the storage.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from informers.testing import status
+from informers.testing.resources import ResourceType
+from informers.testing.storage import Entry
+
+__all__ = [
+    "IMMORTAL_NAMESPACES",
+    "KUBERNETES_FINALIZER",
+    "NAME_LABEL",
+    "TERMINATING",
+    "allocate_cluster_ip",
+    "is_namespaces",
+    "is_pods",
+    "is_services",
+    "is_terminating",
+    "keep_cluster_ip",
+    "omit_empty",
+    "pod_grace_period",
+    "prepare_namespace_create",
+    "prepare_namespace_update",
+    "spec_finalizers",
+    "validate_name",
+]
+
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+# apimachinery/pkg/util/validation/validation.go error texts.
+_NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
+    "subdomain": (_SUBDOMAIN, 253, (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+        "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'example.com', regex used for validation is "
+        r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")),
+    "label": (_LABEL, 63, (
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+        "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+        "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")),
+    "dns1035": (_DNS1035, 63, (
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+        "with an alphabetic character, and end with an alphanumeric character (e.g. "
+        "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")),
+}
+_TERMINAL_PHASES = ("Succeeded", "Failed")
+# core/v1: the namespace finalizer the namespace controller owns (FinalizerKubernetes), the
+# label every namespace carries (LabelMetadataName, SetDefaults_Namespace) and the namespaces
+# NamespaceLifecycle refuses to delete (its immortalNamespaces: default, kube-system,
+# kube-public).
+KUBERNETES_FINALIZER = "kubernetes"
+NAME_LABEL = "kubernetes.io/metadata.name"
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+TERMINATING = "Terminating"
+"""The ``status.phase`` of a namespace being deleted."""
+
+# kube-apiserver's default --service-cluster-ip-range (the real control plane's too); its
+# first address is the ``kubernetes`` Service's.
+_SERVICE_CIDR = ipaddress.ip_network("10.0.0.0/24")
+_KUBERNETES_SERVICE_IP = "10.0.0.1"
+
+
+def is_pods(rt: ResourceType) -> bool:
+    """``rt`` is the core ``pods`` resource."""
+    return rt.plural == "pods" and not rt.group
+
+
+def is_services(rt: ResourceType) -> bool:
+    """``rt`` is the core ``services`` resource."""
+    return rt.plural == "services" and not rt.group
+
+
+def is_namespaces(rt: ResourceType) -> bool:
+    """``rt`` is the core ``namespaces`` resource."""
+    return rt.plural == "namespaces" and not rt.group
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+def validate_name(rt: ResourceType, name: str) -> None:
+    """The name rule of ``rt`` (``rt.name_rule``: a DNS-1123 subdomain by default).
+
+    Raises:
+        StatusError: 422 Invalid, with a cause per broken rule (length, then format).
+    """
+    pattern, limit, message = _NAME_RULES.get(rt.name_rule, _NAME_RULES["subdomain"])
+    causes = []
+    if len(name) > limit:
+        causes.append(("FieldValueInvalid", "metadata.name",
+                       f'Invalid value: "{name}": must be no more than {limit} characters'))
+    if not pattern.fullmatch(name):
+        causes.append(("FieldValueInvalid", "metadata.name",
+                       f'Invalid value: "{name}": {message}'))
+    if causes:
+        raise status.invalid(rt.kind, rt.group, name, causes)
+
+
+# -- empty fields --------------------------------------------------------------------------------
+
+# Fields Go's encoding/json drops when empty (``omitempty``: a null, ``{}`` or ``[]`` decodes
+# to nil and is not written back), for the fields whose emptiness a client can tell apart:
+# every optional ObjectMeta field, a Service's selector (so ``selector: {}`` is no selector),
+# a ConfigMap's and Secret's data, an Endpoints' subsets and their lists.
+_EMPTY: tuple[Any, ...] = (None, {}, [])
+_META_OMIT_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "managedFields")
+_OMIT_EMPTY: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "services"): ("spec.selector",),
+    ("", "configmaps"): ("data", "binaryData"),
+    ("", "secrets"): ("data", "stringData"),
+    ("", "endpoints"): ("subsets",),
+}
+_SUBSET_OMIT_EMPTY = ("addresses", "notReadyAddresses", "ports")
+
+
+def omit_empty(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Drop the empty values of :data:`_OMIT_EMPTY` fields from a decoded request body, as
+    kube-apiserver's decode and encode round trip does. Replaces (never mutates) the nested
+    dicts and lists it changes."""
+    meta = obj["metadata"]
+    if any(meta.get(k, 0) in _EMPTY for k in _META_OMIT_EMPTY):
+        obj["metadata"] = {k: v for k, v in meta.items()
+                           if not (k in _META_OMIT_EMPTY and v in _EMPTY)}
+    for path in _OMIT_EMPTY.get((rt.group, rt.plural), ()):
+        parent, _, key = path.rpartition(".")
+        if parent:
+            inner = obj.get(parent)
+            if isinstance(inner, dict) and key in inner and inner[key] in _EMPTY:
+                obj[parent] = {k: v for k, v in inner.items() if k != key}
+        elif key in obj and obj[key] in _EMPTY:
+            del obj[key]
+    subsets = obj.get("subsets") if rt.plural == "endpoints" and not rt.group else None
+    if isinstance(subsets, list):
+        obj["subsets"] = [
+            {k: v for k, v in subset.items() if not (k in _SUBSET_OMIT_EMPTY and v in _EMPTY)}
+            if isinstance(subset, dict) else subset
+            for subset in subsets
+        ]
+
+
+# -- services ------------------------------------------------------------------------------------
+
+
+def allocate_cluster_ip(
+    obj: dict[str, Any], services: Iterable[Entry], rand: random.Random
+) -> None:
+    """The service registry's ClusterIP allocation (``registry/core/service/storage``):
+    a Service that is not ``ExternalName`` and names no ``clusterIP`` gets a free address
+    of :data:`_SERVICE_CIDR` at random (``services``: the stored Services, read only then);
+    ``clusterIPs`` follows ``clusterIP`` (``None`` for a headless one). No other Service
+    defaulting (type, families, port protocol).
+
+    Raises:
+        StatusError: 500 when the range is full.
+    """
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("type") == "ExternalName":
+        return
+    ip = spec.get("clusterIP")
+    if not ip:
+        used = {_KUBERNETES_SERVICE_IP}
+        for entry in services:
+            other = entry.decode().get("spec")
+            if isinstance(other, dict) and isinstance(other.get("clusterIP"), str):
+                used.add(other["clusterIP"])
+        free = [str(a) for a in _SERVICE_CIDR.hosts() if str(a) not in used]
+        if not free:
+            raise status.internal_error(
+                "failed to allocate a serviceIP: range is full")
+        ip = spec["clusterIP"] = rand.choice(free)
+    if isinstance(ip, str) and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [ip]
+
+
+def keep_cluster_ip(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """Service strategy ``patchAllocatedValues``: an update that leaves out ``clusterIP``
+    (``clusterIPs``) keeps the allocated one (it is immutable)."""
+    new_spec, old_spec = new.get("spec"), old.get("spec")
+    if not isinstance(new_spec, dict) or not isinstance(old_spec, dict):
+        return
+    if new_spec.get("type") == "ExternalName":
+        return
+    for key in ("clusterIP", "clusterIPs"):
+        if not new_spec.get(key) and old_spec.get(key):
+            new["spec"] = new_spec = {**new_spec, key: old_spec[key]}
+
+
+# -- pods ----------------------------------------------------------------------------------------
+
+
+def pod_grace_period(pod: dict[str, Any], grace: int | None) -> int:
+    """The graceful-deletion period of a pod's delete (pod strategy ``CheckGracefulDelete``):
+    ``grace`` (the request's ``gracePeriodSeconds``), else
+    ``spec.terminationGracePeriodSeconds`` (kube-apiserver defaults it to 30 on create; this
+    server does not default it, so absent means 0); 0 for a pod bound to no node or in a
+    terminal phase; 1 if negative."""
+    spec_part, status_part = pod.get("spec"), pod.get("status")
+    spec: dict[str, Any] = spec_part if isinstance(spec_part, dict) else {}
+    phase = status_part.get("phase") if isinstance(status_part, dict) else None
+    period = grace
+    if period is None:
+        default = spec.get("terminationGracePeriodSeconds")
+        period = default if isinstance(default, int) else 0
+    if not spec.get("nodeName") or phase in _TERMINAL_PHASES:
+        period = 0
+    if period < 0:
+        period = 1
+    return period
+
+
+# -- namespaces ----------------------------------------------------------------------------------
+
+
+def prepare_namespace_create(obj: dict[str, Any], name: str) -> None:
+    """Namespace strategy ``PrepareForCreate``: the namespace controller's finalizer is always
+    in ``spec.finalizers``; ``SetDefaults_Namespace``: the name label."""
+    meta = obj["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), NAME_LABEL: name}
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        obj["spec"] = spec = {}
+    finalizers = spec.get("finalizers") or []
+    if KUBERNETES_FINALIZER not in finalizers:
+        spec["finalizers"] = [*finalizers, KUBERNETES_FINALIZER]
+
+
+def spec_finalizers(obj: dict[str, Any]) -> list[str]:
+    """A namespace's ``spec.finalizers`` (empty when absent or malformed)."""
+    spec = obj.get("spec")
+    finalizers = spec.get("finalizers") if isinstance(spec, dict) else None
+    return finalizers if isinstance(finalizers, list) else []
+
+
+def is_terminating(namespace: Entry) -> bool:
+    """``status.phase`` is ``Terminating`` (what NamespaceLifecycle checks)."""
+    if b'"Terminating"' not in namespace.body:
+        return False
+    phase = (namespace.decode().get("status") or {}).get("phase")
+    return bool(phase == TERMINATING)
+
+
+def prepare_namespace_update(
+    new: dict[str, Any], old: dict[str, Any], name: str, *, keep_finalizers: bool
+) -> None:
+    """Namespace strategy ``PrepareForUpdate``: a main-resource update keeps
+    ``spec.finalizers`` (only ``/finalize`` changes them); ``SetDefaults_Namespace`` puts the
+    name label back. Replaces (never mutates) the nested dicts it changes; an empty
+    ``spec.finalizers`` is dropped, as Go's encoding omits it."""
+    new_meta = new["metadata"]
+    new_meta["labels"] = {**(new_meta.get("labels") or {}), NAME_LABEL: name}
+    spec = new.get("spec")
+    spec = dict(spec) if isinstance(spec, dict) else {}
+    finalizers = spec_finalizers(old if keep_finalizers else new)
+    if finalizers:
+        spec["finalizers"] = finalizers
+    else:
+        spec.pop("finalizers", None)  # an empty list is omitted (omitempty)
+    new["spec"] = spec
+
+
