@@ -112,3 +112,22 @@ def any_api_server(request):
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler (KeyboardInterrupt) for one test, on the main thread.
+
+    pytest installs its own SIGINT handler; tests of what Ctrl-C does to ``run()`` need the
+    interpreter's default one, and restore pytest's afterwards.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are delivered to the main thread only")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

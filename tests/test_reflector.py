@@ -1444,12 +1444,9 @@ def test_live_a_cancelled_list_leaves_the_client_usable(live):
     assert lv.store.ops == ["replace"]
 
 
-def test_live_keyboard_interrupt_during_a_slow_list_joins_every_thread(live):
+def test_live_keyboard_interrupt_during_a_slow_list_joins_every_thread(live, default_sigint):
     """run() on the main thread, interrupted by Ctrl-C (SIGINT) while its list waits: the
     KeyboardInterrupt propagates only after the list was aborted and every thread joined."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        pytest.skip("needs the main thread and Python's default SIGINT handler")
     server_clock = FakeClock()
     lv = live(server_kwargs={"clock": server_clock}, fake_clock=False, name="ctrlc")
     lv.srv.delay(30.0, verb="list", resource="pods")

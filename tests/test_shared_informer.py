@@ -993,12 +993,9 @@ def test_e2e_stop_during_the_initial_list_joins_every_thread() -> None:
         srv.stop()
 
 
-def test_e2e_keyboard_interrupt_during_the_initial_list_joins_every_thread() -> None:
+def test_e2e_keyboard_interrupt_during_the_initial_list_joins_every_thread(default_sigint) -> None:
     """run() on the main thread, interrupted by Ctrl-C: everything it started is joined
     before the KeyboardInterrupt propagates, though its stop event was never set."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        pytest.skip("needs the main thread and Python's default SIGINT handler")
     srv, server_clock = _slow_list_server()
     si = ServerInformer(srv, name="ctrlc")
     seen: list[list[str]] = []
