@@ -92,6 +92,32 @@ def test_kubectl_reads_through_the_written_kubeconfig(api_server, tmp_path):
                for r in api_server.requests)
 
 
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_writes_with_client_side_validation_off(api_server, tmp_path):
+    """kubectl's manifest writes work with --validate=false (the server publishes no OpenAPI
+    documents); its imperative creates of built-in kinds send protobuf and get 415."""
+    path = api_server.write_kubeconfig(tmp_path / "kubeconfig")
+    manifest = tmp_path / "pod.json"
+    manifest.write_text(json.dumps(pod("web")))
+
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["kubectl", "--kubeconfig", path, *args], capture_output=True,
+                              text=True, timeout=60, check=False)
+
+    assert kubectl("create", "--validate=false", "-f", str(manifest)).stdout == "pod/web created\n"
+    assert kubectl("label", "pod", "web", "tier=front").stdout == "pod/web labeled\n"
+    assert kubectl("patch", "pod", "web", "-p", '{"metadata":{"annotations":{"a":"b"}}}'
+                   ).stdout == "pod/web patched\n"
+    stored = api_server.get("pods", "default", "web")
+    assert stored["metadata"]["labels"] == {"tier": "front"}
+    assert stored["metadata"]["annotations"] == {"a": "b"}
+    assert kubectl("delete", "pod", "web").stdout == 'pod "web" deleted\n'
+    assert api_server.get("pods", "default", "web") is None
+    imperative = kubectl("create", "configmap", "cm", "--from-literal=a=b")
+    assert imperative.returncode == 1
+    assert "unknown format" in imperative.stderr
+
+
 def test_seeding_helpers_store_copies_and_watchers_see_them(api_server):
     original = pod("a", app="x")
     created = api_server.create(original)
