@@ -1313,3 +1313,45 @@ def test_creates_refused_in_a_terminating_namespace_drop_the_key(cluster):
     # Once the finalizer goes, the service goes and with it the namespace.
     s.patch("services", "doomed", "web", {"metadata": {"finalizers": None}})
     assert s.get("namespaces", None, "doomed") is None
+
+
+# -- pod label index: syncs read only the selector's pods --------------------------------------
+
+
+def test_pod_label_index_func_indexes_string_labels_by_namespace():
+    from controllers.endpoint.controller import pod_label_index_func
+
+    obj = {"metadata": {"namespace": "ns1", "labels": {"app": "web", "n": 3, "tier": "fe"}}}
+    assert pod_label_index_func(obj) == ["ns1/app=web", "ns1/tier=fe"]
+    assert pod_label_index_func({"metadata": {"name": "x"}}) == []
+
+
+def test_sync_reads_pods_through_the_label_index_and_falls_back_without_it(cluster, caplog):
+    from controllers.endpoint.controller import POD_LABEL_INDEX
+
+    for name, ip, labels, ns in [
+        ("a", "10.0.0.1", {"app": "web", "tier": "fe"}, NS),
+        ("b", "10.0.0.2", {"app": "web"}, NS),
+        ("c", "10.0.0.3", {"app": "web", "tier": "be"}, NS),
+        ("d", "10.0.0.4", {"app": "web", "tier": "fe"}, "kube-system"),
+        ("e", "10.0.0.5", {"tier": "fe", "app": "web", "x": "y"}, NS),
+    ]:
+        cluster.server.create(make_pod(name, ips=(ip,), labels=labels, ns=ns))
+    cluster.server.create(svc(cluster, selector={"app": "web", "tier": "fe"}))
+    controller = cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert sorted(a["ip"] for s in subsets_of(ep) for a in s.get("addresses", [])) == [
+        "10.0.0.1", "10.0.0.5"]
+    indexer = controller._pod_informer.get_indexer()
+    assert sorted(indexer.index_keys(POD_LABEL_INDEX, f"{NS}/tier=fe")) == [
+        f"{NS}/a", f"{NS}/e"]
+
+    # A second controller on the same informers cannot add the index: it lists the namespace.
+    assert cluster.factory is not None
+    core = cluster.factory.core().v1()
+    with caplog.at_level(logging.WARNING, logger="controllers.endpoint.controller"):
+        second = EndpointController(core.pods(), core.services(), core.endpoints(),
+                                    cluster.client)
+    assert any("no pod label index" in r.getMessage() for r in caplog.records)
+    assert second.sync_service(f"{NS}/web") == "unchanged"
+    assert controller.sync_service(f"{NS}/web") == "unchanged"
