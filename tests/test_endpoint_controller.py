@@ -31,7 +31,7 @@ from controllers.endpoint import (
 )
 from controllers.endpoint.desired import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from informers.clock import REAL_CLOCK, FakeClock
-from informers.errors import StatusError
+from informers.errors import NotFoundError, StatusError
 from informers.factory import SharedInformerFactory
 from informers.indexer import Indexer
 from informers.keys import (
@@ -98,10 +98,17 @@ def address(server, pod_name, ip, node="node-1", hostname=None, ns=NS):
 
 
 def eventually(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition"):
-    """Poll (real time) until ``predicate()`` is truthy; return its value."""
+    """Poll (real time) until ``predicate()`` is truthy; return its value.
+
+    A lister's NotFoundError counts as "not yet": the object may still be on its way to the
+    informer's cache.
+    """
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except NotFoundError:
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:
