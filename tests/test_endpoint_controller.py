@@ -1326,7 +1326,7 @@ def test_creates_refused_in_a_terminating_namespace_drop_the_key(cluster):
 
 
 def test_pod_label_index_func_indexes_string_labels_by_namespace():
-    from controllers.endpoint.controller import pod_label_index_func
+    from controllers.endpoint.pod_selection import pod_label_index_func
 
     obj = {"metadata": {"namespace": "ns1", "labels": {"app": "web", "n": 3, "tier": "fe"}}}
     assert pod_label_index_func(obj) == ["ns1/app=web", "ns1/tier=fe"]
@@ -1334,7 +1334,7 @@ def test_pod_label_index_func_indexes_string_labels_by_namespace():
 
 
 def test_sync_reads_pods_through_the_label_index_and_falls_back_without_it(cluster, caplog):
-    from controllers.endpoint.controller import POD_LABEL_INDEX
+    from controllers.endpoint.pod_selection import POD_LABEL_INDEX
 
     for name, ip, labels, ns in [
         ("a", "10.0.0.1", {"app": "web", "tier": "fe"}, NS),
@@ -1356,7 +1356,7 @@ def test_sync_reads_pods_through_the_label_index_and_falls_back_without_it(clust
     # A second controller on the same informers cannot add the index: it lists the namespace.
     assert cluster.factory is not None
     core = cluster.factory.core().v1()
-    with caplog.at_level(logging.WARNING, logger="controllers.endpoint.controller"):
+    with caplog.at_level(logging.WARNING, logger="controllers.endpoint.pod_selection"):
         second = EndpointController(core.pods(), core.services(), core.endpoints(),
                                     cluster.client)
     assert any("no pod label index" in r.getMessage() for r in caplog.records)

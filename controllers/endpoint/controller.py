@@ -29,6 +29,7 @@ from controllers.endpoint.membership import (
     valid_selector,
 )
 from controllers.endpoint.metrics import SyncMetrics
+from controllers.endpoint.pod_selection import PodSelector
 from controllers.endpoint.stale_tracker import StaleEndpointsTracker
 from controllers.endpoint.subsets import compute_subsets
 from controllers.endpoint.trigger_time import TriggerTimeTracker
@@ -41,7 +42,7 @@ from informers.keys import (
     deletion_handling_meta_namespace_key_func,
     split_meta_namespace_key,
 )
-from informers.labels import EVERYTHING, selector_from_validated_set
+from informers.labels import EVERYTHING
 from informers.listers import Lister
 from informers.resources import lookup
 from informers.wait import wait_for_named_cache_sync
@@ -54,11 +55,9 @@ __all__ = [
     "HEADLESS_SERVICE_LABEL",
     "LEADER_ELECTION_ANNOTATION",
     "MAX_RETRIES",
-    "POD_LABEL_INDEX",
     "EndpointController",
     "EventRecorderLike",
     "StaleEndpointsCacheError",
-    "pod_label_index_func",
 ]
 
 logger = logging.getLogger(__name__)
@@ -76,14 +75,6 @@ LEADER_ELECTION_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 
 _QUEUE_NAME = "endpoint"  # endpoints_controller.go: RateLimitingQueueConfig{Name: "endpoint"}
 
-POD_LABEL_INDEX = "endpoint-controller/label"
-"""Pod index this controller adds: ``namespace/key=value`` per string label. Deviation from
-upstream (which lists the whole namespace and matches every pod): a sync reads only the pods
-of its selector's smallest bucket, so its cost follows the matching pods, not the namespace."""
-
-
-
-
 class StaleEndpointsCacheError(InformersError):
     """The Endpoints informer still holds a version this controller already replaced.
 
@@ -99,14 +90,6 @@ def _map(value: Any) -> Mapping[str, Any]:
 
 def _meta(obj: Any) -> Mapping[str, Any]:
     return _map(_map(obj).get("metadata"))
-
-
-def pod_label_index_func(obj: Any) -> list[str]:
-    """Index values of :data:`POD_LABEL_INDEX`: ``namespace/key=value`` for each string label."""
-    meta = _meta(obj)
-    namespace = meta.get("namespace")
-    namespace = namespace if isinstance(namespace, str) else ""
-    return [f"{namespace}/{k}={v}" for k, v in string_map(meta.get("labels")).items()]
 
 
 def _informer_and_lister(source: Any, plural: str) -> tuple[Any, Any]:
@@ -252,13 +235,7 @@ class EndpointController:
         self._endpoints_informer, self._endpoints = _informer_and_lister(
             endpoints_informer, "endpoints"
         )
-        self._pod_label_index = True
-        try:
-            self._pod_informer.add_indexers({POD_LABEL_INDEX: pod_label_index_func})
-        except Exception as err:  # stopped, or the name is taken: list the namespace instead
-            self._pod_label_index = False
-            logger.warning("%s: no pod label index (%s); syncs list whole namespaces",
-                           self.name, err)
+        self._pod_selector = PodSelector(self._pod_informer, self._pods, self.name)
         registrations = [
             self._service_informer.add_event_handler(
                 _Handler("service", self._on_service_add, self._on_service_update,
@@ -506,7 +483,7 @@ class EndpointController:
             return "skipped"
         self._check_ports(key, service, spec)
 
-        pods = self._select_pods(namespace, selector)
+        pods = self._pod_selector.select(namespace, selector)
         # Always computed, so the tracker's state moves on even when nothing gets written.
         trigger_time = self._trigger_times.compute_endpoint_last_change_trigger_time(
             namespace, service, pods
@@ -534,22 +511,6 @@ class EndpointController:
             "Creating" if creating else "Updating", key, computed.ready, computed.not_ready,
         )
         return self._write(key, namespace, current, new, creating)
-
-    def _select_pods(self, namespace: str, selector: Mapping[str, str]) -> list[Any]:
-        """The cached pods of ``namespace`` matching ``selector``, read through
-        :data:`POD_LABEL_INDEX` (the smallest bucket of the selector's pairs) when it exists."""
-        sel = selector_from_validated_set(selector)
-        if not selector or not self._pod_label_index:
-            return self._pods.by_namespace(namespace).list(sel)
-        indexer = self._pod_informer.get_indexer()
-        candidates: list[Any] | None = None
-        for key, value in selector.items():
-            bucket = indexer.by_index(POD_LABEL_INDEX, f"{namespace}/{key}={value}")
-            if candidates is None or len(bucket) < len(candidates):
-                candidates = bucket
-            if not candidates:
-                return []
-        return [pod for pod in candidates or () if sel.matches(_meta(pod).get("labels"))]
 
     def _write(
         self, key: str, namespace: str, current: Any, new: dict[str, Any], creating: bool
