@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from informers.errors import SelectorError
+from informers.name_validation import DNS1123_SUBDOMAIN_MAX_LENGTH, DNS1123_SUBDOMAIN_RE
 
 __all__ = [
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
@@ -77,9 +78,8 @@ _OPERATORS: Final[dict[str, tuple[str, int]]] = {
 # Limits and formats from apimachinery pkg/api/validate/content (kube.go, dns.go).
 LABEL_NAME_MAX_LENGTH: Final = 63
 LABEL_VALUE_MAX_LENGTH: Final = 63
-DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
 _NAME_RE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_SUBDOMAIN_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+_SUBDOMAIN_RE = DNS1123_SUBDOMAIN_RE
 _NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
     "an alphanumeric character"

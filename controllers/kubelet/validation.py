@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from informers.labels import label_key_errors, label_value_errors
+from informers.name_validation import is_dns1123_label, is_dns1123_subdomain
 
 __all__ = [
     "ALLOWED_VOLUME_TYPES",
@@ -36,8 +37,6 @@ __all__ = [
     "validate_pod",
 ]
 
-_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _ENV_NAME_RE = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _IANA_SVC_RE = re.compile(r"[-a-z0-9]+")
 
@@ -81,16 +80,6 @@ _PROJECTED_BANNED: dict[str, str] = {
 
 # Volume sources whose secretRef names a Secret (podutil.VisitPodSecretNames).
 _SECRET_REF_VOLUMES = ("cephfs", "cinder", "flexVolume", "iscsi", "rbd", "scaleIO", "storageos")
-
-
-def is_dns1123_label(value: object) -> bool:
-    """A lowercase RFC 1123 label of at most 63 characters."""
-    return isinstance(value, str) and len(value) <= 63 and bool(_LABEL_RE.fullmatch(value))
-
-
-def is_dns1123_subdomain(value: object) -> bool:
-    """A lowercase RFC 1123 subdomain of at most 253 characters."""
-    return isinstance(value, str) and len(value) <= 253 and bool(_SUBDOMAIN_RE.fullmatch(value))
 
 
 def _q(value: object) -> str:

@@ -19,7 +19,6 @@ Events are plain dicts shaped like core/v1 Events. Each cache is an LRU of 4096 
 
 from __future__ import annotations
 
-import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from cachetools import LRUCache
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.meta_time import format_time, unix_nano
+from informers.name_validation import is_dns1123_subdomain
 
 __all__ = [
     "DEFAULT_AGGREGATE_INTERVAL_SECONDS",
@@ -63,9 +63,6 @@ DEFAULT_SPAM_QPS = 1.0 / 300.0
 _EPOCH_TIME = "1970-01-01T00:00:00Z"
 
 # apimachinery validation NameIsDNSSubdomain: at most 253 characters of this form.
-_DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(?:\.{_DNS1123_LABEL})*")
-_DNS1123_SUBDOMAIN_MAX_LENGTH = 253
 
 
 def _field(event: Event, *path: str) -> str:
@@ -129,7 +126,7 @@ def generate_event_name(ref_name: str, unix_nanos: int) -> str:
     client-go tools/record/util ``GenerateEventName`` (issue 127594).
     """
     name = f"{ref_name}.{unix_nanos:x}"
-    if len(name) > _DNS1123_SUBDOMAIN_MAX_LENGTH or not _DNS1123_SUBDOMAIN.fullmatch(name):
+    if not is_dns1123_subdomain(name):
         name = str(uuid.uuid4())
     return name
 

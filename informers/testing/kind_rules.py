@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from informers.name_validation import DNS1035_LABEL_RE, DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 from informers.testing import status
 from informers.testing.resources import ResourceType
 from informers.testing.storage import Entry
@@ -39,9 +40,9 @@ __all__ = [
     "validate_name",
 ]
 
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_SUBDOMAIN = DNS1123_SUBDOMAIN_RE
+_LABEL = DNS1123_LABEL_RE
+_DNS1035 = DNS1035_LABEL_RE
 # apimachinery/pkg/util/validation/validation.go error texts.
 _NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
     "subdomain": (_SUBDOMAIN, 253, (
