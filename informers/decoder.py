@@ -203,7 +203,10 @@ def _drop_managed_fields(objects: Iterable[Any], placeholders: bool) -> int:
 
 
 def _objects(doc: Any) -> Iterable[Any]:
-    """``doc`` and, if it has an ``items`` list (a list response), each of its items."""
+    """``doc`` and, if it has an ``items`` list (a list response), each of its items; the
+    elements of ``doc`` if it is an array (a run of a list's items)."""
+    if doc.__class__ is list:
+        return doc
     items = doc.get("items") if doc.__class__ is dict else None
     return (doc, *items) if items.__class__ is list else (doc,)
 
@@ -214,7 +217,8 @@ def decode(data: bytes | bytearray, *, drop_managed_fields: bool = False) -> Any
     Args:
         data: the document.
         drop_managed_fields: return ``decode(data)`` with ``metadata.managedFields`` deleted
-            from the document and from each object of its ``items`` list (a list response),
+            from the document and from each object of its ``items`` list (a list response)
+            or, for an array, from each of its elements,
             without decoding those arrays where possible. The members are replaced in the
             bytes first (:func:`strip_managed_fields_bytes`); the decode of the result is kept
             only if it succeeds and each placeholder is in one of those ``metadata`` objects,

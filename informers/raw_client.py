@@ -5,7 +5,7 @@ with their refresh hook, client certificates), TLS and the urllib3 connection po
 only builds URLs, sends GETs through that pool and reads the raw response bytes, never the
 client's model objects:
 
-* a list answer is decoded in one go (:func:`informers.decoder.decode`);
+* a list answer is decoded while it arrives (:class:`informers.list_decoder.ListDecoder`);
 * a watch answer is read incrementally by :class:`HttpWatchStream`;
 * an HTTP error answer raises :class:`~informers.errors.StatusError` built from the
   ``metav1.Status`` body (``Retry-After`` honoured); no answer at all (refused, reset, timed
@@ -43,6 +43,7 @@ from informers.errors import (
     WatchDecodeError,
 )
 from informers.gc_pause import gc_paused
+from informers.list_decoder import ListDecoder
 from informers.list_watch import (
     DEFAULT_WATCH_READ_TIMEOUT,
     WATCH_EVENT_TYPES,
@@ -58,6 +59,10 @@ from informers.resources import Resource
 __all__ = ["ClientListWatch", "HttpWatchStream", "discover"]
 
 logger = logging.getLogger(__name__)
+
+LIST_READ_SIZE = 1 << 18
+"""Bytes read from a list response at a time (256 KiB), each decoded as far as it completes
+items (:class:`~informers.list_decoder.ListDecoder`) while the server sends the next ones."""
 
 _LINE_PREFIX = 120  # bytes of an offending line shown in logs
 
@@ -310,11 +315,7 @@ def _status_error(code: int, body: bytes, retry_after: float | None) -> StatusEr
     return StatusError.from_code(code, text, retry_after)
 
 
-def _list_result(body: bytes, what: str, drop_managed_fields: bool = False) -> ListResult:
-    try:
-        doc = decode(body, drop_managed_fields=drop_managed_fields)
-    except ValueError as exc:
-        raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
+def _list_result(doc: Any, what: str) -> ListResult:
     if not isinstance(doc, dict):
         raise ResponseDecodeError(f"{what}: list response is not a JSON object")
     if doc.get("kind") == "Table":
@@ -415,16 +416,22 @@ class ClientListWatch:
         what = f"list {self.what}"
         call = self.transport.get(self.path, opts.to_query(watch=False), read_timeout, what,
                                   opts.cancel)
+        decoder = ListDecoder(drop_managed_fields=self.drop_managed_fields)
         read = False
-        try:
-            body = call.response.read()
-            read = True
-        except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as exc:
-            raise call.error(exc, what) from exc
-        finally:
-            call.release(reuse=read)
         with gc_paused():
-            return _list_result(body, what, self.drop_managed_fields)
+            try:
+                while chunk := call.response.read(LIST_READ_SIZE):
+                    decoder.feed(chunk)
+                read = True
+            except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as exc:
+                raise call.error(exc, what) from exc
+            finally:
+                call.release(reuse=read)
+            try:
+                doc = decoder.finish()
+            except ValueError as exc:
+                raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
+            return _list_result(doc, what)
 
     def watch(self, options: ListOptions) -> HttpWatchStream:
         opts = self._options(options)

@@ -267,7 +267,9 @@ def test_error_and_bookmark_events_and_odd_shapes():
     assert decode_event(event(bookmark, "BOOKMARK"), drop_managed_fields=True) == (
         "BOOKMARK", bookmark)
     assert decode(b'[1,{"metadata":{"managedFields":[{"a":1}]}}]', drop_managed_fields=True) == [
-        1, {"metadata": {"managedFields": [{"a": 1}]}}]  # not a list response: kept
+        1, {"metadata": {}}]  # an array's elements are objects too (a run of a list's items)
+    assert decode(b'[[{"metadata":{"managedFields":[{"a":1}]}}]]', drop_managed_fields=True) == [
+        [{"metadata": {"managedFields": [{"a": 1}]}}]]  # but not deeper ones
     odd = {"items": [1, {"metadata": "x"}, {"metadata": {"managedFields": [{"a": 1}]}}],
            "metadata": {"managedFields": [{"b": 2}]}}
     assert decode(dumps(odd), drop_managed_fields=True) == {

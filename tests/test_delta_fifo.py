@@ -366,6 +366,76 @@ def test_replace_of_a_duplicate_key_queues_both():
     assert pop(f) == [Delta(SYNC, mk("a", 1)), Delta(SYNC, mk("a", 2))]
 
 
+def test_first_replace_with_known_objects_counts_unique_keys_and_tombstones():
+    f = DeltaFIFO(known_objects=Known([mk("a", 1), mk("gone", 2)]))
+    f.replace([mk("a", 3), mk("b", 4), mk("b", 5)], "0")
+    assert [pop2(f) for _ in range(3)] == [
+        ([Delta(SYNC, mk("a", 3))], True),
+        ([Delta(SYNC, mk("b", 4)), Delta(SYNC, mk("b", 5))], True),
+        ([Delta(DELETED, DFSU("gone", mk("gone", 2)))], True),
+    ]
+    assert f.has_synced() is True
+
+
+# -- how a relist is held ---------------------------------------------------------------------
+
+
+def test_a_relisted_dict_alone_is_queued_without_a_delta_or_list():
+    a = mk("a", 1)
+    f = DeltaFIFO(emit_delta_type_replaced=True)
+    f.replace([a], "1")
+    assert f._items == {"a": a} and f._items["a"] is a
+    assert f.get_by_key("a") == [Delta(REPLACED, a)]
+    assert f.list() == [a]
+    f.update(mk("a", 2))  # a second delta: a list from here on
+    f.add(mk("b", 3))  # only the replace action's delta is held bare
+    assert f._items == {"a": [Delta(REPLACED, a), Delta(UPDATED, mk("a", 2))],
+                        "b": [Delta(ADDED, mk("b", 3))]}
+    assert pop(f) == [Delta(REPLACED, a), Delta(UPDATED, mk("a", 2))]
+
+
+def test_a_relisted_dict_then_deleted_keeps_both_deltas():
+    f = DeltaFIFO(known_objects=Known([mk("a", 1)]))
+    f.replace([mk("a", 2)], "1")
+    f.delete(mk("a", 3))
+    assert pop(f) == [Delta(SYNC, mk("a", 2)), Delta(DELETED, mk("a", 3))]
+
+
+def test_relisted_non_dicts_and_other_deltas_are_held_in_lists():
+    f = DeltaFIFO(key_func=lambda o: o[0])
+    f.replace([("t", 1)], "1")
+    f.add(("b", 2))
+    assert f._items == {"t": [Delta(SYNC, ("t", 1))], "b": [Delta(ADDED, ("b", 2))]}
+    assert pop(f) == [Delta(SYNC, ("t", 1))]
+
+
+def test_pop_keyed_hands_over_the_key_string_made_when_it_was_queued():
+    made = []
+
+    def key_func(obj):
+        key = "-".join(["key", obj["metadata"]["name"]])
+        made.append(key)
+        return key
+
+    f = DeltaFIFO(key_func=key_func, emit_delta_type_replaced=True)
+    f.replace([mk("a", 1)], "1")
+    got = f.pop_keyed(lambda key, deltas, initial: (key, deltas, initial))
+    assert got == ("key-a", [Delta(REPLACED, mk("a", 1))], True)
+    assert got[0] is made[0]
+
+
+def test_the_key_map_is_freed_once_the_queue_is_empty():
+    import sys
+
+    f = DeltaFIFO()
+    f.replace([mk(str(i), i) for i in range(1000)], "1")
+    for _ in range(999):
+        pop(f)
+    assert sys.getsizeof(f._items) > 20_000  # a dict does not shrink as keys are deleted
+    pop(f)
+    assert sys.getsizeof(f._items) == sys.getsizeof({})
+
+
 # -- resync -----------------------------------------------------------------------------------
 
 

@@ -488,6 +488,75 @@ def test_replace_racing_add_indexers_rebuilds_with_every_index():
     assert s.last_store_sync_resource_version() == "3"
 
 
+# -- what is remembered per key ---------------------------------------------------------------
+
+
+def test_one_index_with_one_string_value_remembers_the_objects_own_string():
+    s = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    o = pod("a", "ns1")
+    s.add(o)
+    assert s._key_values == {"ns1/a": "ns1"}
+    assert s._key_values["ns1/a"] is o["metadata"]["namespace"]  # no list per key
+    s.replace([pod("b", "ns2")], "2")
+    assert s._key_values == {"ns2/b": "ns2"}
+
+
+def test_several_or_non_string_values_are_remembered_as_returned():
+    tags = ["x", "y"]
+    s = Indexer(indexers={"tags": lambda o: tags})
+    s.add(pod("a"))
+    assert s._key_values == {"default/a": [["x", "y"]]}
+    s2 = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func, "foo": by_label_foo})
+    s2.add(pod("a", "ns1", labels={"foo": "x"}))
+    assert s2._key_values == {"ns1/a": [["ns1"], ["x"]]}
+
+
+def test_one_index_values_move_between_one_several_none_and_non_string():
+    s = Indexer(indexers={"t": lambda o: o["metadata"]["labels"]["t"]})
+    s.add(pod("a", labels={"t": ["x"]}))
+    s.add(pod("b", labels={"t": ["x"]}))
+    assert s.index_keys("t", "x") == ["default/a", "default/b"]
+    s.update(pod("a", labels={"t": ["x", "y"]}))
+    assert (s.index_keys("t", "x"), s.index_keys("t", "y")) == (["default/a", "default/b"],
+                                                                ["default/a"])
+    s.update(pod("a", labels={"t": ["y"]}))
+    assert (s.index_keys("t", "x"), s.index_keys("t", "y")) == (["default/b"], ["default/a"])
+    s.update(pod("a", labels={"t": []}))
+    assert sorted(s.list_index_func_values("t")) == ["x"]
+    s.update(pod("a", labels={"t": [7]}))
+    assert s.index_keys("t", 7) == ["default/a"]
+    s.update(pod("a", labels={"t": ["z"]}))
+    assert sorted(s.list_index_func_values("t")) == ["x", "z"]
+    s.delete(pod("a"))
+    s.delete(pod("b"))
+    assert s.list_index_func_values("t") == []
+
+
+def test_add_indexers_after_remembered_strings_then_move_both_indices():
+    s = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    s.add(pod("a", "ns1", labels={"foo": "x"}))
+    s.add_indexers({"foo": by_label_foo})
+    assert s._key_values == {"ns1/a": [["ns1"], ["x"]]}
+    s.update(pod("a", "ns1", labels={"foo": "y"}))
+    assert (s.list_index_func_values(NAMESPACE_INDEX), s.list_index_func_values("foo")) == (
+        ["ns1"], ["y"])
+    s.delete(pod("a", "ns1"))
+    assert (s.list_index_func_values(NAMESPACE_INDEX), s.list_index_func_values("foo")) == (
+        [], [])
+
+
+def test_update_with_a_key_stores_that_very_string_for_a_new_key():
+    s = Indexer(indexers={NAMESPACE_INDEX: meta_namespace_index_func})
+    key = "/".join(["default", "a"])  # built at run time: not an interned constant
+    s.update(pod("a"), key=key)
+    assert s.list_keys()[0] is key
+    again = "/".join(["default", "a"])
+    s.add(pod("a", rv="2"), key=again)  # an existing key keeps its first string
+    assert s.list_keys()[0] is key
+    assert s.get_by_key("default/a")["metadata"]["resourceVersion"] == "2"
+    assert s.index_keys(NAMESPACE_INDEX, "default") == ["default/a"]
+
+
 # -- model-based property test ----------------------------------------------------------------
 
 _NAMES = st.sampled_from(["a", "b", "c", "d"])
@@ -509,9 +578,11 @@ _INDEXERS = {NAMESPACE_INDEX: meta_namespace_index_func, "tags": _tags}
 class IndexerMachine(RuleBasedStateMachine):
     """Random operations against a dict, with indices recomputed from scratch each time."""
 
+    indexers = _INDEXERS
+
     def __init__(self):
         super().__init__()
-        self.store = Indexer(indexers=dict(_INDEXERS))
+        self.store = Indexer(indexers=dict(self.indexers))
         self.model = {}
 
     @rule(name=_NAMES, ns=_NAMESPACES, tags=_TAGS)
@@ -538,7 +609,7 @@ class IndexerMachine(RuleBasedStateMachine):
         assert sorted(self.store.list_keys()) == sorted(self.model)
         for key, o in self.model.items():
             assert self.store.get_by_key(key) is o
-        for name, fn in _INDEXERS.items():
+        for name, fn in self.indexers.items():
             expected = {}
             for key, o in self.model.items():
                 for v in fn(o):
@@ -552,6 +623,16 @@ class IndexerMachine(RuleBasedStateMachine):
 
 TestIndexerModel = IndexerMachine.TestCase
 TestIndexerModel.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+
+
+class OneIndexMachine(IndexerMachine):
+    """The same with one index, whose values are remembered as a bare string when single."""
+
+    indexers = {"tags": _tags}
+
+
+TestOneIndexModel = OneIndexMachine.TestCase
+TestOneIndexModel.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
 
 
 @given(st.lists(st.tuples(_NAMES, _NAMESPACES, _TAGS), max_size=8), _TAGS)

@@ -1113,6 +1113,66 @@ def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(
     assert gc.get_threshold() == (700, 10, 10)
 
 
+def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
+    make, gc_thresholds, monkeypatch
+) -> None:
+    import gc
+
+    from informers import shared_informer
+    from informers.gc_pause import gc_pause_depth
+
+    gc.unfreeze()
+    released: list[tuple[bool, int]] = []
+    inf, r = make()
+
+    def release() -> bool:  # runs on the process loop, inside the last initial pop
+        released.append((inf.has_synced(), gc_pause_depth()))
+        return True
+
+    monkeypatch.setattr(shared_informer, "release_free_memory", release)
+    try:
+        r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
+        r.drain()
+        assert inf.has_synced()
+        assert (gc_pause_depth(), gc.isenabled()) == (0, True)  # no waiting: already over
+        assert released == [(False, 1)]
+    finally:
+        gc.unfreeze()
+
+
+# -- one key string per cached object ---------------------------------------------------------
+
+
+def test_the_cache_keeps_the_key_string_the_fifo_made(make) -> None:
+    inf, r = make()
+    made: list[str] = []
+    key_of = r.fifo.key_of
+
+    def recording_key_of(obj):
+        key = key_of(obj)
+        made.append(key)
+        return key
+
+    r.fifo.key_of = recording_key_of  # type: ignore[method-assign]
+    r.fifo.replace([pod("a", "1")], "1")
+    r.fifo.add(pod("b", "2"))
+    r.drain()
+    keys = sorted(inf.get_indexer().list_keys())
+    assert keys == ["ns/a", "ns/b"] and made == ["ns/a", "ns/b"]
+    assert keys[0] is made[0] and keys[1] is made[1]
+
+
+def test_a_transform_that_changes_the_key_stores_under_the_objects_own_key(make) -> None:
+    def rename(obj):
+        obj["metadata"]["name"] += "-x"
+        return obj
+
+    inf, r = make(transform=rename)
+    r.fifo.replace([pod("a", "1")], "1")
+    r.drain()
+    assert inf.get_indexer().list_keys() == ["ns/a-x"]
+
+
 # -- managedFields dropped from the bytes with the default transform --------------------------
 
 

@@ -55,7 +55,7 @@ def test_malformed_json_is_400_and_the_server_keeps_serving(raw, api_client):
 @pytest.mark.parametrize("path", [
     "/api/v1/namespaces/default/widgets", "/apis/example.com/v1/things", "/api/v2/pods",
     "/api/v1/namespaces/default/pods/a/log", "/api/v1/namespaces/default/configmaps/c/status",
-    "/api/v1/namespaces/default/pods/a/status/extra", "/openapi/v2", "/apis/nope",
+    "/api/v1/namespaces/default/pods/a/status/extra", "/openapi/v1", "/apis/nope",
     "/api/v1/namespaces/default/nodes",
 ])
 def test_unknown_paths_are_404(raw, api_client, path):

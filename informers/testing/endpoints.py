@@ -10,6 +10,7 @@ Concepts page and ``storage/cacher/delegator.go`` ``shouldDelegateList``.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -347,13 +348,14 @@ class Endpoints:
             )
 
     def patch(
-        self, info: RequestInfo, query: dict[str, str], content_type: str, body: Any
+        self, info: RequestInfo, query: dict[str, str], content_type: str, body: Any,
+        validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Response:
         rt = info.rt
         assert rt is not None
         entry = self.strategy.patch(
             rt, info.namespace or "", info.name, content_type, body,
-            subresource=info.subresource, dry_run=self._dry_run(query),
+            subresource=info.subresource, dry_run=self._dry_run(query), validate=validate,
         )
         return Response(200, entry.typed(rt))
 

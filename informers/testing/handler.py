@@ -1,8 +1,10 @@
 """The HTTP side of the embedded API server: one handler per connection, HTTP/1.1 keep-alive.
 
 Reads and bounds request bodies, authenticates bearer tokens, applies injected delays and
-failures, routes to :class:`Endpoints`, writes JSON responses (one ``sendall`` per response)
-and chunked watch streams, and records every answered request in the request log.
+failures, routes to :class:`Endpoints` (``/openapi/`` to :class:`OpenAPI`; write bodies go
+through the ``fieldValidation`` of :class:`FieldValidator`), writes JSON responses (one
+``sendall`` per response) and chunked watch streams, and records every answered request in
+the request log.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import status
+from informers.testing import protobuf, status
 from informers.testing.endpoints import (
     Endpoints,
     Response,
@@ -29,6 +31,8 @@ from informers.testing.endpoints import (
     status_response,
 )
 from informers.testing.faults import Faults
+from informers.testing.field_validation import FieldValidator, directive, warning_header
+from informers.testing.openapi import OpenAPI
 from informers.testing.options import ListOptions
 from informers.testing.request_info import RequestInfo, resolve
 from informers.testing.requestlog import RequestLog, RequestRecord
@@ -43,8 +47,10 @@ _PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 _MAX_LINE = 65536  # http.client._MAXLINE: the longest header line
 _MAX_HEADERS = 100  # http.client._MAXHEADERS
 _BLANK_LINES = (b"\r\n", b"\n", b"")
+_DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")  # the defaults of a delete's body
 _REASONS = {
-    200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
+    200: "OK", 201: "Created", 202: "Accepted", 301: "Moved Permanently", 304: "Not Modified",
+    400: "Bad Request", 401: "Unauthorized",
     403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
     409: "Conflict", 410: "Gone", 413: "Request Entity Too Large", 415: "Unsupported Media Type",
     422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
@@ -58,6 +64,8 @@ class ServerApp(Protocol):
     token: str
     registry: ResourceRegistry
     endpoints: Endpoints
+    openapi: OpenAPI
+    field_validator: FieldValidator
     faults: Faults
     request_log_store: RequestLog
     clock: Clock
@@ -305,12 +313,13 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _send(self, response: Response, *, content_type: str = "application/json") -> None:
         reason = _REASONS.get(response.code, "Unknown")
-        lines = [
-            f"HTTP/1.1 {response.code} {reason}",
-            f"Content-Type: {content_type}",
-            "Cache-Control: no-cache, private",
-            f"Content-Length: {len(response.body)}",
-        ]
+        lines = [f"HTTP/1.1 {response.code} {reason}"]
+        named = {name for name, _ in response.headers}  # a response's own headers win
+        if "Content-Type" not in named:
+            lines.append(f"Content-Type: {content_type}")
+        if "Cache-Control" not in named:
+            lines.append("Cache-Control: no-cache, private")
+        lines.append(f"Content-Length: {len(response.body)}")
         lines.extend(f"{name}: {value}" for name, value in response.headers)
         if self.close_connection:
             lines.append("Connection: close")
@@ -431,6 +440,10 @@ class RequestHandler(BaseHTTPRequestHandler):
         if not info.is_resource:
             if self.command not in ("GET", "HEAD"):
                 raise status.method_not_allowed()
+            if info.path.startswith("/openapi/"):
+                return app.openapi.serve(
+                    info.path, query, self.headers.get("Accept", ""),
+                    self.headers.get("If-None-Match", ""), app.clock.wall())
             return app.endpoints.discovery(info.path, app.server_address)
         if info.unknown or info.extra_parts or info.rt is None:
             raise status.not_found_path()
@@ -473,20 +486,40 @@ class RequestHandler(BaseHTTPRequestHandler):
                 # negotiation.NegotiateInputSerializer: no Content-Type means the first
                 # supported media type, JSON (the official Python client sends none).
                 content_type = "application/json"
-            if content_type not in ("application/json", "application/yaml"):
+            mode = directive(query, verb)
+            warnings: list[str] = []
+            if content_type in ("application/json", "application/yaml"):
+                body, warnings = app.field_validator.decode(raw, content_type, rt, mode)
+            elif content_type == protobuf.CONTENT_TYPE and rt.builtin:
+                body = protobuf.decode_object(raw, (rt.api_version, rt.kind), rt.kind)
+            else:  # custom resources have no protobuf form (kube-apiserver lists it, then fails)
                 raise status.unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types "
                     "include: application/json, application/yaml"
+                    + (f", {protobuf.CONTENT_TYPE}" if rt.builtin else "")
                 )
-            body = decode_body(raw, content_type)
             if verb == "create":
-                return endpoints.create(info, query, body)
-            return endpoints.update(info, query, body)
+                response = endpoints.create(info, query, body)
+            else:
+                response = endpoints.update(info, query, body)
+            response.headers.extend(map(warning_header, warnings))
+            return response
         if verb == "patch":
             endpoints.check_patch_type(content_type)
-            return endpoints.patch(info, query, content_type, decode_body(raw, "application/json"))
+            mode = directive(query, verb)
+            patch, duplicates = app.field_validator.decode_patch(raw, content_type, rt, mode)
+            warnings = []
+            response = endpoints.patch(
+                info, query, content_type, patch, app.field_validator.patched_check(
+                    rt, content_type, patch, duplicates, mode, warnings))
+            response.headers.extend(map(warning_header, warnings))
+            return response
         if verb in ("delete", "deletecollection"):
-            body = decode_body(raw, "application/json") if raw.strip() else None
+            body = None
+            if raw.strip():  # DeleteOptions
+                body = (protobuf.decode_object(raw, _DELETE_OPTIONS, registered=("DeleteOptions",))
+                        if content_type == protobuf.CONTENT_TYPE
+                        else decode_body(raw, "application/json"))
             if verb == "delete":
                 return endpoints.delete(info, query, body)
             return endpoints.deletecollection(info, query, ListOptions.parse(query), body)

@@ -22,10 +22,13 @@ from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
+from informers.testing.field_validation import FieldValidator
 from informers.testing.handler import ApiHTTPServer
+from informers.testing.openapi import OpenAPI
 from informers.testing.options import Predicate
 from informers.testing.requestlog import RequestLog, RequestRecord
 from informers.testing.resources import ResourceRegistry, ResourceType
+from informers.testing.schemas import Schemas
 from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, object_key
 from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
 from informers.testing.watch import WatchHandle
@@ -55,9 +58,10 @@ class ApiServer:
       plane tests run);
     * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` (every kind
       of :data:`informers.resources.BUILTIN_RESOURCES`) and any kind added with
-      :meth:`register_resource`; JSON (and YAML request bodies) only, no protobuf,
-      no server-side apply (``application/apply-patch+yaml`` answers 415), strategic merge
-      patch is applied as a JSON merge patch (lists are replaced, not merged);
+      :meth:`register_resource`; JSON responses only (request bodies in JSON, YAML or, for
+      built-in kinds, protobuf: :mod:`informers.testing.protobuf`), no server-side apply
+      (``application/apply-patch+yaml`` answers 415), strategic merge patch is applied as a
+      JSON merge patch (lists are replaced, not merged);
     * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
       pagination, bookmarks, ``sendInitialEvents`` and 410s as the API Concepts page documents
       for kube-apiserver v1.36 with its watch cache (``watch_cache=False`` makes
@@ -66,11 +70,17 @@ class ApiServer:
       ``allowWatchBookmarks`` it gets the ``initial-events-end`` bookmark), and periodic
       BOOKMARKs only come once the cluster's resourceVersion has moved past the watch's start
       (a write of any kind moves it);
-    * no admission beyond NamespaceLifecycle, no defaulting or schema validation beyond names
-      (and the ``kubernetes.io/metadata.name`` label of namespaces), no managedFields
+    * ``/openapi/v3`` and ``/openapi/v2``: the OpenAPI documents of every served resource
+      (:mod:`informers.testing.openapi`), and the ``fieldValidation`` of writes
+      (:mod:`informers.testing.field_validation`): unknown fields (of built-in kinds, from
+      their Go types; of custom resources, only in ``metadata``) are dropped, and they and
+      duplicate JSON fields get a ``Warning`` header (``Warn``, the default) or a 400
+      (``Strict``, kubectl's default), as on kube-apiserver;
+    * no admission beyond NamespaceLifecycle, no defaulting or validation beyond names, unknown
+      fields (and the ``kubernetes.io/metadata.name`` label of namespaces), no managedFields
       bookkeeping, no garbage collector (``propagationPolicy`` is accepted and ignored) and no
-      controllers but the namespace controller (below); ``kubectl`` reads work, but its
-      writes of built-in kinds are protobuf and answer 415. Two registry rules a client can
+      controllers but the namespace controller (below); ``kubectl`` reads work, and so do
+      its imperative creates of built-in kinds (protobuf). Two registry rules a client can
       tell apart are kept: a Service that is not ``ExternalName`` gets a ``clusterIP`` (and
       ``clusterIPs``) from 10.0.0.0/24 (kube-apiserver's default range) and keeps it when an
       update leaves it out; and empty values of ``omitempty`` fields are not stored, as Go's
@@ -148,6 +158,9 @@ class ApiServer:
                 fresh_wait=fresh_wait, watch_cache=watch_cache,
             ),
         )
+        self.schemas = Schemas.shared()
+        self.openapi = OpenAPI(self.registry, self.schemas)
+        self.field_validator = FieldValidator(self.schemas)
         self.stopping = threading.Event()
         self.connections = Connections(self.storage, self.stopping)
         self._lifecycle = threading.Lock()

@@ -16,6 +16,7 @@ import copy
 import datetime
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from informers.clock import Clock
@@ -239,8 +240,11 @@ class Strategy:
     def patch(
         self, rt: ResourceType, namespace: str, name: str, patch_type: str, patch: Any, *,
         subresource: str = "", dry_run: bool = False,
+        validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Entry:
-        """PATCH an object. Strategic merge patch is applied as a JSON merge patch."""
+        """PATCH an object. Strategic merge patch is applied as a JSON merge patch.
+        ``validate`` sees the patched object (with ``kind`` and ``apiVersion``) and returns
+        what to store (the ``fieldValidation`` check)."""
         with self._storage.lock:
             current = self._current(rt, namespace, name)
             target = current.decode()
@@ -256,6 +260,8 @@ class Strategy:
                 raise status.invalid(rt.kind, rt.group, name, [
                     ("FieldValueInvalid", "patch", f"Invalid value: {err}")
                 ]) from None
+            if validate is not None and isinstance(patched, dict):
+                patched = validate(patched)
             patched = self._body(rt, patched)
             target.pop("kind")
             target.pop("apiVersion")
