@@ -1180,14 +1180,15 @@ def test_stop_lets_the_sync_in_flight_finish(cluster):
     s.create(make_pod("a"))
     s.delay(0.3, verb="create", resource="endpoints")
     started = threading.Event()
-    real_call_api = cluster.client.call_api
+    pool = cluster.client.rest_client.pool_manager
+    real_request = pool.request
 
-    def call_api(method, url, *args, **kwargs):  # instrumentation only: still real HTTP
+    def request(method, url, *args, **kwargs):  # instrumentation only: still real HTTP
         if method == "POST" and url.endswith("/endpoints"):
             started.set()
-        return real_call_api(method, url, *args, **kwargs)
+        return real_request(method, url, *args, **kwargs)
 
-    cluster.client.call_api = call_api
+    pool.request = request
     controller = cluster.start(workers=3)
     assert started.wait(10)
     cluster.stop.set()

@@ -323,3 +323,65 @@ def test_dump_hashes_are_cached_and_equal_to_the_plain_hash() -> None:
     assert repack._hash_cache[dump.encode()] == (len(dump), expected)
     assert repack._dump_hash(dump) == expected  # served from the cache
     assert repack._hash_cache.maxsize == 16 * 1024 * 1024
+
+
+def test_readiness_digest_maps_ip_and_port_to_readiness_with_not_ready_winning():
+    from controllers.endpoint.repack import readiness_digest
+
+    http = {"name": "http", "port": 80, "protocol": "TCP"}
+    subsets = [
+        {"addresses": [addr("10.0.0.1", "a"), addr("10.0.0.2", "b")], "ports": [http]},
+        {"addresses": [addr("10.0.0.2", "b")], "notReadyAddresses": [addr("10.0.0.3", "c")],
+         "ports": [http, {"port": 90, "appProtocol": "h2c"}]},
+        {"notReadyAddresses": [addr("10.0.0.1", "a")], "ports": [http]},
+    ]
+    assert readiness_digest(subsets) == {
+        ("10.0.0.1", ("http", 80, "TCP", None)): False,  # not ready in the last subset
+        ("10.0.0.2", ("http", 80, "TCP", None)): True,
+        ("10.0.0.2", ("", 90, "", "h2c")): True,
+        ("10.0.0.3", ("http", 80, "TCP", None)): False,
+        ("10.0.0.3", ("", 90, "", "h2c")): False,
+    }
+
+
+@pytest.mark.parametrize("subsets", [
+    None, {"addresses": []}, [1], [{"addresses": [{"ip": "10.0.0.1"}]}],
+    [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 0}]}],
+])
+def test_readiness_digest_declines_what_repacking_files_under_the_sentinel(subsets):
+    from controllers.endpoint.repack import readiness_digest
+
+    assert readiness_digest(subsets) is None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_readiness_digest_is_the_same_for_subsets_that_compare_equal(seed):
+    import random
+
+    from controllers.endpoint.repack import readiness_digest
+
+    rng = random.Random(seed)
+    ports = [{"name": n, "port": p, "protocol": "TCP"} for n, p in (("a", 80), ("b", 81))]
+    subsets = []
+    for _ in range(rng.randint(1, 4)):
+        subset = {"ports": rng.sample(ports, rng.randint(1, 2))}
+        for field in ("addresses", "notReadyAddresses"):
+            picked = [addr(f"10.0.0.{i}", f"p{i}", uid=f"u{i}")
+                      for i in rng.sample(range(6), rng.randint(0, 3))]
+            if picked:
+                subset[field] = picked
+        subsets.append(subset)
+    repacked = repack_subsets(subsets)
+    # Repacking, reordering and normalizing keep the digest (the shortcut's premise) ...
+    assert readiness_digest(repacked) == readiness_digest(subsets)
+    assert readiness_digest(list(reversed(subsets))) == readiness_digest(subsets)
+    assert readiness_digest(sort_subsets(subsets)) == readiness_digest(subsets)
+    # ... and a readiness flip changes it (one address per IP: the repacked form holds each
+    # (IP, port) once).
+    flipped = [dict(s) for s in repacked]
+    first = flipped[0]
+    if first.get("addresses"):
+        moved, rest = first["addresses"][0], first["addresses"][1:]
+        first["addresses"] = rest
+        first["notReadyAddresses"] = [moved, *first.get("notReadyAddresses", [])]
+        assert readiness_digest(flipped) != readiness_digest(subsets)

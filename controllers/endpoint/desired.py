@@ -13,7 +13,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.endpoint.repack import repack_subsets, subsets_equal_ignore_resource_version
+from controllers.endpoint.repack import (
+    readiness_digest,
+    repack_subsets,
+    subsets_equal_ignore_resource_version,
+)
 from controllers.endpoint.subsets import is_service_ip_set
 from controllers.endpoint.trigger_time import TRIGGER_TIME_ANNOTATION, format_rfc3339_nano
 from controllers.endpoint.truncate import (
@@ -70,6 +74,11 @@ def endpoints_up_to_date(
     """
     meta = _map(current.get("metadata"))
     current_subsets = current.get("subsets")
+    current_digest = readiness_digest(current_subsets)
+    if current_digest is not None:
+        wanted_digest = readiness_digest(subsets)
+        if wanted_digest is not None and wanted_digest != current_digest:
+            return False  # a cheap proof that neither comparison below can succeed
     return (
         labels_correct_for_endpoints(meta.get("labels"), service_labels)
         and (
@@ -132,7 +141,8 @@ def desired_endpoints(
     if current is None:
         new: dict[str, Any] = {"metadata": {"name": name}}
     else:
-        new = copy.deepcopy(dict(current))
+        # Everything but the subsets, which are replaced (copying them took most of the time).
+        new = copy.deepcopy({k: v for k, v in current.items() if k != "subsets"})
         if not isinstance(new.get("metadata"), dict):
             new["metadata"] = {"name": name}
     new["apiVersion"] = "v1"

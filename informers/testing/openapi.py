@@ -584,6 +584,13 @@ def _render_v3(operation: _Operation, rt: ResourceType | None) -> dict[str, Any]
                                    for media in operation.produces}
         responses[code] = response
     result["responses"] = responses
+    return _with_kubernetes_extensions(result, operation, rt)
+
+
+def _with_kubernetes_extensions(result: dict[str, Any], operation: _Operation,
+                                rt: ResourceType | None) -> dict[str, Any]:
+    """``result`` with the operation's ``x-kubernetes-action`` and, for a resource's
+    operations, its ``x-kubernetes-group-version-kind`` (the same in v2 and v3)."""
     if rt is not None:
         result["x-kubernetes-action"] = operation.action
         result["x-kubernetes-group-version-kind"] = _gvk(rt)
@@ -616,7 +623,4 @@ def _render_v2(operation: _Operation, rt: ResourceType | None) -> dict[str, Any]
             response["schema"] = _schema_ref(component, "#/definitions/")
         responses[code] = response
     result["responses"] = responses
-    if rt is not None:
-        result["x-kubernetes-action"] = operation.action
-        result["x-kubernetes-group-version-kind"] = _gvk(rt)
-    return result
+    return _with_kubernetes_extensions(result, operation, rt)
