@@ -41,11 +41,14 @@ def valid_selector(service: Mapping[str, Any]) -> Mapping[str, str] | None:
     of the namespace. A selector of another shape cannot come from the API server; it is
     treated as selecting nothing.
     """
-    selector = _map(service.get("spec")).get("selector")
-    if not isinstance(selector, Mapping):
+    spec = service.get("spec")
+    selector = (spec if spec.__class__ is dict else _map(spec)).get("selector")
+    if selector.__class__ is not dict and not isinstance(selector, Mapping):
         return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in selector.items()):
-        return None
+    for key, value in selector.items():  # exact-type checks first: this runs per Service
+        if key.__class__ is not str or value.__class__ is not str:  # and pod event
+            if not (isinstance(key, str) and isinstance(value, str)):
+                return None
     return selector
 
 
