@@ -31,7 +31,9 @@ Services of ``--pods-per-service`` pods each; one controller at a time (kube-con
 with only its endpoints controller, then ours as ``python -m controllers.endpoint``, both with 5
 workers and no client-side rate limit: kube-controller-manager gets ``--kube-api-qps=1000``,
 its default 20 qps would throttle it) while the same seeded script flips pods' Ready condition
-at ``--churn-rate`` per second for ``--churn-seconds``. An observer watching pods and Endpoints
+at ``--churn-rate`` per second, for ``--churn-seconds`` per controller in two alternating rounds
+(kube-controller-manager, ours, kube-controller-manager, ours; each round's flips seeded alike
+for both) whose delays are pooled. An observer watching pods and Endpoints
 records, per flip, the time from the pod's MODIFIED event to the first Endpoints event that
 shows the pod on the matching side.
 

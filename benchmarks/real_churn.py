@@ -166,13 +166,13 @@ class Churn:
 
 
 def churn(http: Http, names: list[str], services: int, per_service: int, rate: float,
-          seconds: float, log: Callable[[str], None]) -> Churn:
+          seconds: float, log: Callable[[str], None], seed: int = CHURN_SEED) -> Churn:
     """Flip pods' readiness at ``rate`` per second for ``seconds`` (seeded: the same flips for
-    every controller), then restore them all to ready."""
+    every controller given the same ``seed``), then restore them all to ready."""
     observer = Observer(http)
     observer.start()
     time.sleep(0.5)
-    rng = random.Random(CHURN_SEED)
+    rng = random.Random(seed)
     state = dict.fromkeys(names, True)
     pool = ThreadPoolExecutor(8)
     futures = []
@@ -207,34 +207,47 @@ def churn(http: Http, names: list[str], services: int, per_service: int, rate: f
     return result
 
 
+def _pooled(parts: list[Churn]) -> Churn:
+    return Churn([d for part in parts for d in part.delays], sum(p.flips for p in parts),
+                 sum(p.missed for p in parts))
+
+
 def measure_endpoint_controllers(plane: Any, http: Http, services: int, per_service: int,
                                  rate: float, seconds: float, work_dir: str,
-                                 log: Callable[[str], None]) -> dict[str, Churn]:
+                                 log: Callable[[str], None], rounds: int = 2) -> dict[str, Churn]:
+    """Churn under kube-controller-manager, then under ours, ``rounds`` times (each round
+    ``seconds / rounds`` long, with its own seeded flips, the same for both), and pool each
+    controller's delays: alternating keeps a drift of the machine or the cluster over the run
+    from favouring whichever controller goes first."""
     names = seed_endpoints_workload(http, services, per_service)
-    results: dict[str, Churn] = {}
-    plane.start_controller_manager(extra_args=KCM_ARGS)
-    try:
-        _wait(lambda: endpoints_converged(http, services, per_service), 120,
-              "kube-controller-manager's Endpoints")
-        log("kube-controller-manager: converged; churning")
-        results["kube-controller-manager"] = churn(http, names, services, per_service, rate,
-                                                   seconds, log)
-    finally:
-        plane.stop_controller_manager()
-    with open(os.path.join(work_dir, "endpoint-controller.log"), "w") as log_file:
-        ours = subprocess.Popen(
-            [sys.executable, "-m", "controllers.endpoint", "--kubeconfig",
-             plane.kubeconfig_path, "--workers", "5", "--metrics-address", "0",
-             "--log-level", "warning"],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
+    parts: dict[str, list[Churn]] = {"kube-controller-manager": [], "ours": []}
+    for round_ in range(rounds):
+        seed = CHURN_SEED + round_
+        plane.start_controller_manager(extra_args=KCM_ARGS)
         try:
-            time.sleep(1.0)
             _wait(lambda: endpoints_converged(http, services, per_service), 120,
-                  "our Endpoints")
-            time.sleep(1.0)  # its informers are synced and its startup sweep is done
-            log("ours: converged; churning")
-            results["ours"] = churn(http, names, services, per_service, rate, seconds, log)
+                  "kube-controller-manager's Endpoints")
+            log(f"round {round_ + 1}/{rounds}: kube-controller-manager converged; churning")
+            parts["kube-controller-manager"].append(
+                churn(http, names, services, per_service, rate, seconds / rounds, log, seed))
         finally:
-            ours.terminate()
-            ours.wait(30)
-    return results
+            plane.stop_controller_manager()
+        log_path = os.path.join(work_dir, f"endpoint-controller-{round_ + 1}.log")
+        with open(log_path, "w") as log_file:
+            ours = subprocess.Popen(
+                [sys.executable, "-m", "controllers.endpoint", "--kubeconfig",
+                 plane.kubeconfig_path, "--workers", "5", "--metrics-address", "0",
+                 "--log-level", "warning"],
+                cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
+            try:
+                time.sleep(1.0)
+                _wait(lambda: endpoints_converged(http, services, per_service), 120,
+                      "our Endpoints")
+                time.sleep(1.0)  # its informers are synced and its startup sweep is done
+                log(f"round {round_ + 1}/{rounds}: ours converged; churning")
+                parts["ours"].append(
+                    churn(http, names, services, per_service, rate, seconds / rounds, log, seed))
+            finally:
+                ours.terminate()
+                ours.wait(30)
+    return {name: _pooled(churns) for name, churns in parts.items()}
