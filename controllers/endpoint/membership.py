@@ -46,9 +46,9 @@ def valid_selector(service: Mapping[str, Any]) -> Mapping[str, str] | None:
     if selector.__class__ is not dict and not isinstance(selector, Mapping):
         return None
     for key, value in selector.items():  # exact-type checks first: this runs per Service
-        if key.__class__ is not str or value.__class__ is not str:  # and pod event
-            if not (isinstance(key, str) and isinstance(value, str)):
-                return None
+        if (key.__class__ is not str or value.__class__ is not str) and not (  # and pod event
+                isinstance(key, str) and isinstance(value, str)):
+            return None
     return selector
 
 
