@@ -460,3 +460,41 @@ def test_malformed_objects_never_raise_and_never_get_mutated():
         "notReadyAddresses": [{"ip": "10.0.0.9", "nodeName": "", "targetRef": {"kind": "Pod"}}],
         "ports": [{"port": 81, "protocol": "TCP"}],
     }]
+
+
+def test_memo_reuses_unchanged_pods_and_gives_the_same_result(monkeypatch):
+    from controllers.endpoint import subsets as module
+    from controllers.endpoint.subsets import PodEntryMemo
+
+    service = make_service()
+    pods = [make_pod(f"p{i}", ips=(f"10.0.0.{i + 1}",), ready=i != 1) for i in range(3)]
+    pods.append(make_pod("noip", ips=()))
+    pods.append(make_pod("v6", ips=("fd00::1",)))  # no IPv4: skipped
+    computed_for: list[str] = []
+    real = module.pod_to_endpoint_address
+
+    def counting(svc, pod):
+        computed_for.append(pod["metadata"]["name"])
+        return real(svc, pod)
+
+    monkeypatch.setattr(module, "pod_to_endpoint_address", counting)
+    memo = PodEntryMemo()
+    first = compute_subsets(service, pods, memo)
+    assert computed_for == ["p0", "p1", "p2", "v6"]
+    assert first == compute_subsets(service, pods)  # same as without a memo
+    computed_for.clear()
+
+    # p1 became ready: a new object (informers never modify a cached one); p2 is gone.
+    pods[1] = make_pod("p1", ips=("10.0.0.2",), ready=True)
+    del pods[2]
+    second = compute_subsets(service, pods, memo)
+    assert computed_for == ["p1"]
+    assert second == compute_subsets(service, pods)
+    assert (second.ready, second.not_ready, second.skipped_pods) == (2, 0, [f"{NS}/v6"])
+    assert [entry[0] for entry in memo.entries.values()] == pods  # only the current pods kept
+    computed_for.clear()
+
+    # Another Service object (it changed): nothing is reused.
+    third = compute_subsets(copy.deepcopy(service), pods, memo)
+    assert computed_for == ["p0", "p1", "v6"]
+    assert third == second

@@ -31,7 +31,7 @@ from controllers.endpoint.membership import (
 from controllers.endpoint.metrics import SyncMetrics
 from controllers.endpoint.pod_selection import PodSelector
 from controllers.endpoint.stale_tracker import StaleEndpointsTracker
-from controllers.endpoint.subsets import compute_subsets
+from controllers.endpoint.subsets import PodEntryMemo, compute_subsets
 from controllers.endpoint.trigger_time import TriggerTimeTracker
 from controllers.endpoint.write_echoes import Echo, WriteEchoTracker
 from controllers.endpoint.writer import EndpointsWriter, EventRecorderLike
@@ -222,6 +222,8 @@ class EndpointController:
             api_client, event_recorder=event_recorder, request_timeout=request_timeout
         )
         self._trigger_times = TriggerTimeTracker()
+        # Per Service key: its pods' subsets entries from the last sync (compute_subsets).
+        self._pod_memos: dict[str, PodEntryMemo] = {}
         self._stale = StaleEndpointsTracker()
         self._echoes = WriteEchoTracker()
         self._warned_lock = threading.Lock()
@@ -465,6 +467,7 @@ class EndpointController:
             if self.writer.delete(namespace, name):
                 logger.debug("Deleted endpoints %s: its service is gone", key)
             self._trigger_times.delete_service(namespace, name)
+            self._pod_memos.pop(key, None)
             self._stale.delete(namespace, name)
             self._echoes.forget(key)
             with self._warned_lock:
@@ -488,7 +491,10 @@ class EndpointController:
         trigger_time = self._trigger_times.compute_endpoint_last_change_trigger_time(
             namespace, service, pods
         )
-        computed = compute_subsets(service, pods)
+        memo = self._pod_memos.get(key)
+        if memo is None:
+            memo = self._pod_memos[key] = PodEntryMemo()
+        computed = compute_subsets(service, pods, memo)
 
         try:
             current: Any = self._endpoints.by_namespace(namespace).get(name)

@@ -31,6 +31,7 @@ from controllers.endpoint.repack import repack_normalized
 __all__ = [
     "CLUSTER_IP_NONE",
     "ComputedSubsets",
+    "PodEntryMemo",
     "canonical_ip",
     "compute_subsets",
     "endpoint_port_from_service_port",
@@ -315,8 +316,67 @@ class ComputedSubsets:
     skipped_pods: list[str] = field(default_factory=list)
 
 
+class PodEntryMemo:
+    """What :func:`compute_subsets` worked out per pod at its last call for one Service.
+
+    Not thread-safe: one per Service, used by one sync at a time (the work queue never runs
+    two syncs of one key at once). It holds the last Service object and pod objects it saw,
+    so the objects' identities cannot be reused while they are remembered.
+    """
+
+    __slots__ = ("entries", "service")
+
+    def __init__(self) -> None:
+        self.service: Mapping[str, Any] | None = None
+        self.entries: dict[int, tuple[Mapping[str, Any], _PodEntry]] = {}
+
+
+_PodEntry = tuple[tuple[dict[str, Any], ...], int, int, "str | None"]
+"""One pod's contribution: its raw subsets, ready and not-ready pair counts, and its name when
+it was skipped for having no IP of the Service's family."""
+
+
+def _pod_entry(service: Mapping[str, Any], pod: Mapping[str, Any], publish_not_ready: bool,
+               service_ports: list[Mapping[str, Any]], headless: bool) -> _PodEntry:
+    if not should_pod_be_in_endpoints(pod, publish_not_ready):
+        return (), 0, 0, None
+    address = pod_to_endpoint_address(service, pod)
+    if address is None:
+        logger.debug(
+            "Service %s: pod %s has no IP of the service's family, not included",
+            _name(service), _name(pod),
+        )
+        return (), 0, 0, _name(pod)
+    if should_set_hostname(pod, service):
+        address = {
+            "ip": address["ip"],
+            "hostname": _str(_map(pod.get("spec")).get("hostname")),
+            "nodeName": address["nodeName"],
+            "targetRef": address["targetRef"],
+        }
+    ready = publish_not_ready or is_pod_ready(pod)
+    list_name = "addresses" if ready else "notReadyAddresses"
+    if not service_ports:
+        # Go does not count these in its log totals; neither do we.
+        return (({list_name: [address]},) if headless else ()), 0, 0, None
+    raw: list[dict[str, Any]] = []
+    for service_port in service_ports:
+        number = find_port(pod, service_port)
+        if number is None:
+            logger.debug(
+                "Service %s: no port of pod %s fits service port %r",
+                _name(service), _name(pod), service_port.get("name", ""),
+            )
+            continue
+        port = endpoint_port_from_service_port(service_port, number)
+        raw.append({list_name: [address], "ports": [port]})
+    pairs = len(raw)
+    return tuple(raw), (pairs if ready else 0), (0 if ready else pairs), None
+
+
 def compute_subsets(
-    service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]
+    service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]],
+    memo: PodEntryMemo | None = None,
 ) -> ComputedSubsets:
     """The subsets a Service's Endpoints should have, given the pods its selector selects.
 
@@ -332,53 +392,36 @@ def compute_subsets(
     resolve gives one subset, and unresolvable ports are skipped for that pod. The result is
     :func:`~controllers.endpoint.repack.repack_subsets` of all that (the address and port dicts
     built here are already normalized, so the normalization step is skipped).
+
+    With ``memo`` (one per Service, kept by the caller between syncs), a pod that is the very
+    object it was at the previous call for the very same Service object is not worked out
+    again: its entries are taken from the memo (informer caches replace an object on every
+    change and never modify one). The result is the same either way.
     """
     spec = _map(service.get("spec"))
     publish_not_ready = spec.get("publishNotReadyAddresses") is True
     service_ports = [p for p in _list(spec.get("ports")) if isinstance(p, Mapping)]
     headless = _str(spec.get("clusterIP")) == CLUSTER_IP_NONE
+    previous = memo.entries if memo is not None and memo.service is service else {}
+    current: dict[int, tuple[Mapping[str, Any], _PodEntry]] = {}
     result = ComputedSubsets()
     raw: list[dict[str, Any]] = []
     for pod in pods:
         if not isinstance(pod, Mapping):
             continue
-        if not should_pod_be_in_endpoints(pod, publish_not_ready):
-            continue
-        address = pod_to_endpoint_address(service, pod)
-        if address is None:
-            result.skipped_pods.append(_name(pod))
-            logger.debug(
-                "Service %s: pod %s has no IP of the service's family, not included",
-                _name(service), _name(pod),
-            )
-            continue
-        if should_set_hostname(pod, service):
-            address = {
-                "ip": address["ip"],
-                "hostname": _str(_map(pod.get("spec")).get("hostname")),
-                "nodeName": address["nodeName"],
-                "targetRef": address["targetRef"],
-            }
-        ready = publish_not_ready or is_pod_ready(pod)
-        list_name = "addresses" if ready else "notReadyAddresses"
-        if not service_ports:
-            if headless:
-                raw.append({list_name: [address]})
-                # Go does not count these in its log totals; neither do we.
-            continue
-        for service_port in service_ports:
-            number = find_port(pod, service_port)
-            if number is None:
-                logger.debug(
-                    "Service %s: no port of pod %s fits service port %r",
-                    _name(service), _name(pod), service_port.get("name", ""),
-                )
-                continue
-            port = endpoint_port_from_service_port(service_port, number)
-            raw.append({list_name: [address], "ports": [port]})
-            if ready:
-                result.ready += 1
-            else:
-                result.not_ready += 1
+        hit = previous.get(id(pod))
+        if hit is not None and hit[0] is pod:
+            entry = hit[1]
+        else:
+            entry = _pod_entry(service, pod, publish_not_ready, service_ports, headless)
+        if memo is not None:
+            current[id(pod)] = (pod, entry)
+        raw.extend(entry[0])
+        result.ready += entry[1]
+        result.not_ready += entry[2]
+        if entry[3] is not None:
+            result.skipped_pods.append(entry[3])
+    if memo is not None:
+        memo.service, memo.entries = service, current
     result.subsets = repack_normalized(raw)
     return result
