@@ -7,8 +7,9 @@ the request's URL and headers with ``ApiClient.param_serialize`` (so authenticat
 headers and the host come from the caller's configuration), encodes the body itself (orjson
 when installed) and sends it through the client's urllib3 pool, as the client's REST layer
 does, but without the client's recursive ``sanitize_for_serialization`` of the body and with
-the answer decoded by :func:`informers.decoder.decode` (a 25-address Endpoints write spends
-about half a millisecond less in Python). Failures map onto the library's error family:
+the answer decoded by :func:`informers.decoder.decode` (for a 5 KB, 25-address Endpoints,
+encoding the body and decoding the answer take 14 instead of 164 us). Failures map onto the
+library's error family:
 
 * an HTTP error answer becomes :class:`~informers.errors.StatusError` (the ``metav1.Status``
   body when there is one, else one built from the code: client-go
