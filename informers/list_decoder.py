@@ -82,6 +82,11 @@ def compacted(obj: dict[str, Any], depth: int = COMPACT_DEPTH) -> dict[str, Any]
     return {k: v for k, v in obj.items()} if len(obj) >= COMPACT_MIN_KEYS else obj
 
 
+def _kept(item: Any) -> Any:
+    """A decoded item as the decoder keeps it: compacted if it is an object."""
+    return compacted(item) if item.__class__ is dict else item
+
+
 class ListDecoder:
     """Feed it a list response's bytes in order with :meth:`feed`; :meth:`finish` returns the
     decoded document, equal to ``decode(body, drop_managed_fields=...)`` of the whole body.
@@ -142,7 +147,7 @@ class ListDecoder:
             items = decode(run, drop_managed_fields=self._drop)
         except ValueError:
             return False
-        self._items.extend(compacted(item) if item.__class__ is dict else item for item in items)
+        self._items.extend(map(_kept, items))
         self._misses = 0
         self._start = self._scan = end + 1  # past the ","
         return True
@@ -165,7 +170,7 @@ class ListDecoder:
                     return
                 self._scan = end
                 continue
-            self._items.append(compacted(item) if item.__class__ is dict else item)
+            self._items.append(_kept(item))
             self._misses = 0
             self._start = self._scan = end + 1
 
@@ -216,7 +221,7 @@ class ListDecoder:
         if isinstance(doc, dict):
             rest = doc.get("items")
             if isinstance(rest, list):
-                self._items.extend(compacted(i) if i.__class__ is dict else i for i in rest)
+                self._items.extend(map(_kept, rest))
                 doc["items"] = self._items
         self._buf = bytearray()
         self._items = []
