@@ -78,7 +78,6 @@ from informers.listers import Lister, NamespaceLister
 from informers.manager import LeaderElectionConfig, Manager
 from informers.mutation_detector import CacheMutationDetector
 from informers.processor_listener import ProcessorListener
-from informers.raw_client import HttpWatchStream
 from informers.reflector import (
     Reflector,
     ReflectorMetrics,
@@ -95,6 +94,7 @@ from informers.shared_informer import (
 from informers.shared_processor import SharedProcessor
 from informers.undelta_store import UndeltaStore
 from informers.wait import wait_for_cache_sync, wait_for_named_cache_sync
+from informers.watch_stream import HttpWatchStream
 
 __all__ = [
     "BUILTIN_RESOURCES",

@@ -6,7 +6,8 @@ only builds URLs, sends GETs through that pool and reads the raw response bytes,
 client's model objects:
 
 * a list answer is decoded while it arrives (:class:`informers.list_decoder.ListDecoder`);
-* a watch answer is read incrementally by :class:`HttpWatchStream`;
+* a watch answer is read incrementally by :class:`~informers.watch_stream.HttpWatchStream`
+  (re-exported here);
 * an HTTP error answer raises :class:`~informers.errors.StatusError` built from the
   ``metav1.Status`` body (``Retry-After`` honoured); no answer at all (refused, reset, timed
   out) raises :class:`~informers.errors.ApiConnectionError`.
@@ -26,35 +27,27 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import errno
 import http.client
 import logging
-import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from informers.decoder import decode, decode_event
-from informers.errors import (
-    ApiConnectionError,
-    ResponseDecodeError,
-    StatusError,
-    WatchDecodeError,
-)
+from informers.decoder import decode
+from informers.errors import ApiConnectionError, ResponseDecodeError, StatusError
 from informers.gc_pause import gc_paused
+from informers.http_connection import connection_error, shutdown_socket
 from informers.list_decoder import ListDecoder
 from informers.list_watch import (
     DEFAULT_WATCH_READ_TIMEOUT,
-    WATCH_EVENT_TYPES,
     WATCH_READ_TIMEOUT_MARGIN,
     CancelToken,
     ListOptions,
     ListResult,
     TweakFunc,
-    WatchEvent,
 )
 from informers.resources import Resource
+from informers.watch_stream import HttpWatchStream
 
 __all__ = ["ClientListWatch", "HttpWatchStream", "discover"]
 
@@ -63,34 +56,6 @@ logger = logging.getLogger(__name__)
 LIST_READ_SIZE = 1 << 18
 """Bytes read from a list response at a time (256 KiB), each decoded as far as it completes
 items (:class:`~informers.list_decoder.ListDecoder`) while the server sends the next ones."""
-
-_LINE_PREFIX = 120  # bytes of an offending line shown in logs
-
-
-def _is_refused(exc: BaseException) -> bool:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, ConnectionRefusedError):
-            return True
-        if isinstance(cur, OSError) and cur.errno == errno.ECONNREFUSED:
-            return True
-        if "Connection refused" in str(cur):
-            return True
-        cur = cur.__cause__ or cur.__context__ or getattr(cur, "reason", None)
-        if not isinstance(cur, BaseException):
-            cur = None
-    return False
-
-
-def _connection_error(exc: BaseException, what: str) -> ApiConnectionError:
-    import urllib3.exceptions as u3
-
-    refused = _is_refused(exc)
-    timeout = isinstance(exc, (u3.TimeoutError, socket.timeout, TimeoutError))
-    return ApiConnectionError(f"{what}: {exc}", refused=refused, timeout=timeout)
-
 
 def _retry_after(headers: Any) -> float | None:
     value = headers.get("Retry-After") if headers is not None else None
@@ -146,7 +111,7 @@ class _Transport:
         except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as exc:
             if cancel is not None and cancel.is_cancelled():
                 raise _cancelled(what) from exc
-            raise _connection_error(exc, what) from exc
+            raise connection_error(exc, what) from exc
         resp = call.response
         if resp.status == 200:
             return call
@@ -200,7 +165,7 @@ def _send_cancellable(conn_pool: Any, url: str, headers: dict[str, str], timeout
         if conn.is_closed:
             conn.connect()
         sock = conn.sock
-        unregister = cancel.on_cancel(lambda: _shutdown_socket(sock))
+        unregister = cancel.on_cancel(lambda: shutdown_socket(sock))
         resp = conn_pool._make_request(
             conn, "GET", parse_url(url).request_uri, timeout=timeout, headers=headers,
             retries=Retry.from_int(False), response_conn=None, preload_content=False,
@@ -244,7 +209,7 @@ class _Call:
         """The error to raise for ``exc``, met while reading the answer."""
         if self._cancel is not None and self._cancel.is_cancelled():
             return _cancelled(what)
-        return _connection_error(exc, what)
+        return connection_error(exc, what)
 
     def release(self, reuse: bool) -> None:
         """Detach, then give the connection back to the pool; it is closed first unless
@@ -273,33 +238,6 @@ class _Call:
 
 def _cancelled(what: str) -> ApiConnectionError:
     return ApiConnectionError(f"{what}: cancelled")
-
-
-def _shutdown_socket(sock: Any) -> None:
-    """Shut ``sock`` down (bypassing ``SSLSocket.shutdown``, which would drop its TLS state
-    under a reader) so that a thread blocked reading it returns at once."""
-    if sock is None:
-        return
-    try:
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except (OSError, TypeError):
-        pass
-
-
-def _shutdown_response(resp: Any) -> None:
-    """Shut the socket of a urllib3 response down so a reader blocked in ``recv`` returns."""
-    shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3: made for this
-    if shutdown is not None:
-        try:
-            shutdown()
-            return
-        except (ValueError, RuntimeError, OSError):
-            pass
-    sock = getattr(getattr(resp, "connection", None), "sock", None)
-    if sock is None:  # a "Connection: close" response owns the socket through its file
-        raw = getattr(getattr(getattr(resp, "_fp", None), "fp", None), "raw", None)
-        sock = getattr(raw, "_sock", None)
-    _shutdown_socket(sock)
 
 
 def _status_error(code: int, body: bytes, retry_after: float | None) -> StatusError:
@@ -450,184 +388,3 @@ class ClientListWatch:
             raise _cancelled(what)
         return HttpWatchStream(call.response, what, release=call.release,
                                drop_managed_fields=self.drop_managed_fields)
-
-
-class HttpWatchStream:
-    """Reads a watch response incrementally and yields its events.
-
-    The body is newline-delimited JSON sent in HTTP chunks that need not align with lines:
-    partial lines are kept until their newline arrives. A line that does not decode, or an
-    event of an unknown type, is logged (with the stream's description and the line's first
-    bytes) and skipped; the next line is read as usual.
-
-    The stream ends when the server closes it, when the connection breaks or the read timeout
-    expires (``error`` then holds an :class:`ApiConnectionError`; this is a normal end for the
-    reflector, which re-watches from its last version), or when :meth:`close` is called.
-
-    Thread safety: iterate from one thread; :meth:`close` from any thread. ``iter()`` always
-    returns the same iterator, so iteration can be resumed.
-
-    Args:
-        response: a urllib3 response with status 200 whose body was not read yet.
-        description: what is watched, for logs and errors.
-        release: called once with ``reuse`` (the body ended cleanly) to hand the connection
-            back; default: the response's own ``close``/``release_conn``.
-        drop_managed_fields: decode each event's object without ``metadata.managedFields``
-            (:func:`informers.decoder.decode_event`).
-
-    Attributes:
-        description: what is watched, for logs.
-        error: why the stream ended early, or ``None``.
-        events: events yielded so far.
-        decode_errors: undecodable lines skipped.
-        unknown_events: events of unknown types skipped.
-    """
-
-    def __init__(self, response: Any, description: str = "watch", *,
-                 release: Callable[[bool], None] | None = None,
-                 drop_managed_fields: bool = False) -> None:
-        self._resp = response
-        self._drop_managed_fields = drop_managed_fields
-        self._release_fn = release
-        self.description = description
-        self._lock = threading.Lock()
-        self._closed = False
-        self._reading = False
-        self._released = False
-        self.error: ApiConnectionError | None = None
-        self.events = 0
-        self.decode_errors = 0
-        self.unknown_events = 0
-        self._iterator: Iterator[WatchEvent] | None = None
-
-    def __iter__(self) -> Iterator[WatchEvent]:
-        # One iterator per stream: a second iter() continues where the first stopped (the
-        # reflector reads a streaming list's initial events, then keeps watching).
-        if self._iterator is None:
-            self._iterator = self._events()
-        return self._iterator
-
-    def __enter__(self) -> HttpWatchStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        """Release the connection; a blocked reader wakes up and its iteration ends."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            reading = self._reading
-        if reading:
-            _shutdown_response(self._resp)  # the reader releases the response on its way out
-        else:
-            self._release(reuse=False)
-
-    def _release(self, reuse: bool) -> None:
-        with self._lock:
-            if self._released:
-                return
-            self._released = True
-        if self._release_fn is not None:
-            self._release_fn(reuse)
-            return
-        resp = self._resp
-        try:
-            if not reuse:
-                resp.close()  # closes the connection: never reuse a half-read stream
-            resp.release_conn()
-        except Exception:  # releasing must never raise into the caller
-            logger.debug("%s: error releasing the connection", self.description, exc_info=True)
-
-    def _chunks(self) -> Iterator[bytes]:
-        resp = self._resp
-        if getattr(resp, "chunked", False) and resp.supports_chunked_reads():
-            yield from resp.read_chunked(None, decode_content=True)
-            return
-        while True:
-            data = resp.read1(65536)
-            if not data:
-                return
-            yield data
-
-    def _event(self, line: bytes) -> WatchEvent | None:
-        try:
-            etype, obj = decode_event(line, drop_managed_fields=self._drop_managed_fields)
-        except WatchDecodeError as exc:
-            self.decode_errors += 1
-            logger.warning("%s: skipping undecodable watch line (%d bytes, starts %r): %s",
-                           self.description, len(line), exc.line_prefix, exc)
-            return None
-        if etype not in WATCH_EVENT_TYPES:
-            self.unknown_events += 1
-            logger.warning("%s: skipping watch event of unknown type %r (line starts %r)",
-                           self.description, etype, bytes(line[:_LINE_PREFIX]))
-            return None
-        self.events += 1
-        return WatchEvent(etype, obj)
-
-    def _events(self) -> Iterator[WatchEvent]:
-        import urllib3
-
-        with self._lock:
-            if self._closed:
-                return
-            self._reading = True
-        reuse = False
-        pending: list[bytes] = []
-        event: WatchEvent | None
-        try:
-            for chunk in self._chunks():
-                nl = chunk.find(b"\n")
-                if nl < 0:
-                    pending.append(chunk)
-                    continue
-                if pending:
-                    pending.append(chunk[:nl])
-                    line = b"".join(pending)
-                    pending = []
-                else:
-                    line = chunk[:nl]
-                if line.strip():
-                    event = self._event(line)
-                    if event is not None:
-                        yield event
-                        if self._closed:
-                            return
-                pos = nl + 1
-                while True:
-                    nl = chunk.find(b"\n", pos)
-                    if nl < 0:
-                        break
-                    line = chunk[pos:nl]
-                    if line.strip():
-                        event = self._event(line)
-                        if event is not None:
-                            yield event
-                            if self._closed:
-                                return
-                    pos = nl + 1
-                if pos < len(chunk):
-                    pending.append(chunk[pos:])
-            tail = b"".join(pending)
-            if tail.strip() and not self._closed:
-                event = self._event(tail)  # a last line without its newline
-                if event is not None:
-                    yield event
-            reuse = not self._closed
-        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-            # ValueError/AttributeError: reading a response another thread just closed.
-            if not self._closed:
-                self.error = _connection_error(exc, self.description)
-                logger.info("%s: watch stream ended: %s", self.description, exc)
-        finally:
-            with self._lock:
-                self._reading = False
-                self._closed = True
-            self._release(reuse=reuse)

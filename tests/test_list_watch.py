@@ -368,7 +368,7 @@ def test_malformed_lines_and_unknown_types_are_skipped(server, api, caplog):
              b'["not","an","event"]\n' + ev("MODIFIED", "a", "3")]
     server.chunked(parts)
     stream = ListWatch.from_client(api, "pods").watch(ListOptions(resource_version="1"))
-    with caplog.at_level("WARNING", logger="informers.raw_client"):
+    with caplog.at_level("WARNING", logger="informers.watch_stream"):
         got = [(e.type, e.object["metadata"]["resourceVersion"]) for e in stream]
     assert got == [("ADDED", "2"), ("MODIFIED", "3")]
     assert (stream.events, stream.decode_errors, stream.unknown_events) == (2, 2, 1)

@@ -1273,7 +1273,7 @@ def test_live_malformed_lines_are_skipped(live, caplog):
     lv = live()
     rv0 = lv.srv.resource_version
     lv.start().watches(1)
-    with caplog.at_level("WARNING", logger="informers.raw_client"):
+    with caplog.at_level("WARNING", logger="informers.watch_stream"):
         assert lv.srv.inject_malformed_watch_line() == 1
         lv.srv.create(new_pod("a"))
         wait_until(lambda: len(lv.store) == 1)
