@@ -43,6 +43,14 @@ from typing import Any
 
 from informers.testing import status
 from informers.testing.endpoints import KUBERNETES_VERSION, Response
+from informers.testing.openapi_operation import (
+    Operation,
+    parameter_v2,
+    parameter_v3,
+    plain_refs,
+    render_v2,
+    render_v3,
+)
 from informers.testing.openapi_protobuf import CONTENT_TYPE as PROTOBUF_CONTENT_TYPE
 from informers.testing.openapi_protobuf import encode_document
 from informers.testing.resources import ResourceRegistry, ResourceType
@@ -60,33 +68,6 @@ _WATCH_TYPES = (_JSON, f"{_JSON};stream=watch", _PROTOBUF, f"{_PROTOBUF};stream=
 _BUILTIN_TYPES = (_JSON, _PROTOBUF, _YAML)
 _CUSTOM_TYPES = (_JSON, _YAML)
 
-# Query parameters: type and a short description (kube-apiserver's are longer).
-_QUERY: dict[str, tuple[str, str]] = {
-    "allowWatchBookmarks": ("boolean", "Ask for BOOKMARK watch events."),
-    "continue": ("string", "The continue token of the previous page of a list."),
-    "dryRun": ("string", "All: process the request in full but persist nothing."),
-    "fieldManager": ("string", "The name of the actor making the change."),
-    "fieldSelector": ("string", "Restrict the objects by their fields."),
-    "fieldValidation": ("string", "What to do with unknown or duplicate fields in the body: "
-                        "Ignore (drop them), Warn (drop them and answer a Warning header "
-                        "for each; the default) or Strict (fail with 400 BadRequest)."),
-    "force": ("boolean", "Force an apply patch over conflicts."),
-    "gracePeriodSeconds": ("integer", "Seconds before the object is deleted."),
-    "ignoreStoreReadErrorWithClusterBreakingPotential": (
-        "boolean", "Delete an object that cannot be read (unsafe)."),
-    "labelSelector": ("string", "Restrict the objects by their labels."),
-    "limit": ("integer", "The most items one page of a list returns."),
-    "orphanDependents": ("boolean", "Deprecated: use propagationPolicy."),
-    "pretty": ("string", "If 'true', pretty-print the output."),
-    "propagationPolicy": ("string", "Garbage collection: Orphan, Background or Foreground."),
-    "resourceVersion": ("string", "Which resource versions may be served."),
-    "resourceVersionMatch": ("string", "How resourceVersion applies to a list."),
-    "sendInitialEvents": ("boolean", "Start a watch with the current objects."),
-    "shardSelector": ("string", "Restrict a list to a shard."),
-    "timeoutSeconds": ("integer", "End the list or watch after this many seconds."),
-    "watch": ("boolean", "Watch for changes instead of listing."),
-}
-
 # The parameters of each kind of operation, in kube-apiserver v1.36's (sorted) order.
 _LIST = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
          "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "shardSelector",
@@ -97,27 +78,9 @@ _DELETE = ("dryRun", "gracePeriodSeconds", "ignoreStoreReadErrorWithClusterBreak
            "orphanDependents", "propagationPolicy")
 _DELETE_COLLECTION = tuple(sorted({*_DELETE, *_LIST} - {"allowWatchBookmarks", "watch"}))
 
-_RESPONSES = {"200": "OK", "201": "Created", "202": "Accepted", "401": "Unauthorized"}
 _INFO = {"title": "Kubernetes", "version": KUBERNETES_VERSION[1:].rsplit(".", 1)[0]}  # 1.36
 _SECURITY = {"BearerToken": {"type": "apiKey", "description": "Bearer Token authentication",
                              "name": "authorization", "in": "header"}}
-
-
-@dataclass
-class _Operation:
-    """One operation, before rendering as OpenAPI 3 or Swagger 2."""
-
-    method: str
-    action: str  # x-kubernetes-action
-    operation_id: str
-    description: str
-    parameters: tuple[str, ...] = ()
-    body: str | None = None  # the request body's component
-    body_types: tuple[str, ...] = ()
-    body_required: bool = False
-    responses: tuple[tuple[str, str | None], ...] = ()  # (code, component)
-    produces: tuple[str, ...] = ()
-    tag: str = ""
 
 
 @dataclass
@@ -125,7 +88,7 @@ class _Path:
     path: str
     rt: ResourceType | None
     parameters: tuple[str, ...]  # "name", "namespace" (in the path) and query parameters
-    operations: list[_Operation] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
 
 
 @dataclass
@@ -329,7 +292,7 @@ class OpenAPI:
     ) -> dict[str, Any]:
         builtin = any(rt.builtin for rt in rts)
         paths: dict[str, Any] = {}
-        self._render_paths(name, rts, paths, _render_v3, _parameter_v3)
+        self._render_paths(name, rts, paths, render_v3, parameter_v3)
         document: dict[str, Any] = {
             "openapi": "3.0.0",
             "info": _INFO if builtin else {"title": "Kubernetes CRD Swagger",
@@ -343,7 +306,7 @@ class OpenAPI:
 
     def _render_paths(
         self, name: str, rts: list[ResourceType], into: dict[str, Any],
-        operation: Callable[[_Operation, ResourceType | None], dict[str, Any]],
+        operation: Callable[[Operation, ResourceType | None], dict[str, Any]],
         parameter: Callable[[str, ResourceType | None], dict[str, Any]],
     ) -> None:
         for entry in self._paths(name, rts):
@@ -355,7 +318,7 @@ class OpenAPI:
         paths: dict[str, Any] = {}
         definitions: dict[str, Any] = {}
         for name, rts in _by_group_version(built.key).items():
-            self._render_paths(name, rts, paths, _render_v2, _parameter_v2)
+            self._render_paths(name, rts, paths, render_v2, parameter_v2)
             for name, schema in self._components(rts, built.key).items():
                 if schema.get("x-kubernetes-preserve-unknown-fields"):
                     # Swagger 2.0 cannot say "keep unknown fields": the CRD builder publishes
@@ -363,7 +326,7 @@ class OpenAPI:
                     schema = {key: value for key, value in schema.items() if key in (
                         "type", "x-kubernetes-group-version-kind")}
                 definitions[name] = schema
-        text = json.dumps(_plain_refs(definitions), separators=(",", ":")).replace(
+        text = json.dumps(plain_refs(definitions), separators=(",", ":")).replace(
             '"#/components/schemas/', '"#/definitions/')
         document = {
             "swagger": "2.0",
@@ -381,7 +344,7 @@ class OpenAPI:
     def _paths(self, name: str, rts: list[ResourceType]) -> list[_Path]:
         builtin = any(rt.builtin for rt in rts)
         group = rts[0]
-        paths = [_Path(f"/{name}/", None, (), [_Operation(
+        paths = [_Path(f"/{name}/", None, (), [Operation(
             "get", "", f"get{_group_name(group)}APIResources", "get available resources",
             responses=(("200", META + "APIResourceList"), ("401", None)),
             produces=_BUILTIN_TYPES, tag=_tag(group))])] if builtin else []
@@ -410,10 +373,10 @@ class OpenAPI:
         deleted = (META + "Status" if not rt.returns_deleted_object or rt.plural == "namespaces"
                    else component)
 
-        def op(method: str, action: str, verb: str, description: str, **extra: Any) -> _Operation:
+        def op(method: str, action: str, verb: str, description: str, **extra: Any) -> Operation:
             extra.setdefault("produces", types)
             extra.setdefault("tag", _tag(rt))
-            return _Operation(method, action, f"{verb}{gv}{extra.pop('id_tail', scope + kind)}",
+            return Operation(method, action, f"{verb}{gv}{extra.pop('id_tail', scope + kind)}",
                               description, **extra)
 
         result: list[_Path] = []
@@ -515,112 +478,3 @@ class OpenAPI:
                 id_tail=f"{kind}ListForAllNamespaces", responses=events,
                 produces=_WATCH_TYPES)]))
         return result
-
-
-# -- rendering ---------------------------------------------------------------------------------
-
-
-def _plain_refs(node: Any) -> Any:
-    """Swagger 2.0 refers with ``$ref`` beside the other keywords, where OpenAPI 3 documents
-    wrap it in ``allOf`` (kube-apiserver publishes both forms so; kubectl's v2 parser reads
-    ``allOf`` as "anything")."""
-    if isinstance(node, list):
-        return [_plain_refs(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    result = {k: _plain_refs(v) for k, v in node.items() if k != "allOf"}
-    parts = node.get("allOf")
-    if isinstance(parts, list) and len(parts) == 1 and set(parts[0]) == {"$ref"}:
-        result["$ref"] = parts[0]["$ref"]
-    elif parts is not None:
-        result["allOf"] = _plain_refs(parts)
-    return result
-
-
-def _gvk(rt: ResourceType) -> dict[str, str]:
-    return {"group": rt.group, "version": rt.version, "kind": rt.kind}
-
-
-def _schema_ref(component: str, prefix: str = "#/components/schemas/") -> dict[str, str]:
-    return {"$ref": prefix + component}
-
-
-def _parameter_v3(name: str, rt: ResourceType | None) -> dict[str, Any]:
-    if name in ("name", "namespace"):
-        description = (f"name of the {rt.kind if rt else 'object'}" if name == "name"
-                       else "object name and auth scope, such as for teams and projects")
-        return {"name": name, "in": "path", "description": description, "required": True,
-                "schema": {"type": "string", "uniqueItems": True}}
-    kind, description = _QUERY[name]
-    return {"name": name, "in": "query", "description": description,
-            "schema": {"type": kind, "uniqueItems": True}}
-
-
-def _parameter_v2(name: str, rt: ResourceType | None) -> dict[str, Any]:
-    v3 = _parameter_v3(name, rt)
-    schema = v3.pop("schema")
-    return {**schema, **v3}
-
-
-def _render_v3(operation: _Operation, rt: ResourceType | None) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "tags": [operation.tag],
-        "description": operation.description,
-        "operationId": operation.operation_id,
-    }
-    if operation.parameters:
-        result["parameters"] = [_parameter_v3(p, rt) for p in operation.parameters]
-    if operation.body is not None:
-        body: dict[str, Any] = {"content": {
-            media: {"schema": _schema_ref(operation.body)} for media in operation.body_types}}
-        if operation.body_required:
-            body["required"] = True
-        result["requestBody"] = body
-    responses: dict[str, Any] = {}
-    for code, component in operation.responses:
-        response: dict[str, Any] = {"description": _RESPONSES[code]}
-        if component is not None:
-            response["content"] = {media: {"schema": _schema_ref(component)}
-                                   for media in operation.produces}
-        responses[code] = response
-    result["responses"] = responses
-    return _with_kubernetes_extensions(result, operation, rt)
-
-
-def _with_kubernetes_extensions(result: dict[str, Any], operation: _Operation,
-                                rt: ResourceType | None) -> dict[str, Any]:
-    """``result`` with the operation's ``x-kubernetes-action`` and, for a resource's
-    operations, its ``x-kubernetes-group-version-kind`` (the same in v2 and v3)."""
-    if rt is not None:
-        result["x-kubernetes-action"] = operation.action
-        result["x-kubernetes-group-version-kind"] = _gvk(rt)
-    return result
-
-
-def _render_v2(operation: _Operation, rt: ResourceType | None) -> dict[str, Any]:
-    result: dict[str, Any] = {"description": operation.description}
-    if operation.body is not None:
-        result["consumes"] = list(operation.body_types)
-    result["produces"] = [m for m in operation.produces if "stream=watch" not in m] + [
-        m for m in operation.produces if "stream=watch" in m]
-    result["schemes"] = ["https"]
-    result["tags"] = [operation.tag]
-    result["operationId"] = operation.operation_id
-    parameters: list[dict[str, Any]] = []
-    if operation.body is not None:
-        body: dict[str, Any] = {"name": "body", "in": "body",
-                                "schema": _schema_ref(operation.body, "#/definitions/")}
-        if operation.body_required:
-            body["required"] = True
-        parameters.append(body)
-    parameters += [_parameter_v2(p, rt) for p in operation.parameters]
-    if parameters:
-        result["parameters"] = parameters
-    responses: dict[str, Any] = {}
-    for code, component in operation.responses:
-        response: dict[str, Any] = {"description": _RESPONSES[code]}
-        if component is not None:
-            response["schema"] = _schema_ref(component, "#/definitions/")
-        responses[code] = response
-    result["responses"] = responses
-    return _with_kubernetes_extensions(result, operation, rt)
