@@ -26,6 +26,7 @@ __all__ = [
     "Notification",
     "ProcessorListener",
     "determine_resync_period",
+    "notification_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -71,9 +72,11 @@ def determine_resync_period(desired: float, check: float) -> float:
     return desired
 
 
-def _key_of(obj: Any) -> str:
+def notification_key(notification: Notification) -> str:
+    """The key of the object a notification is about (the new one of an update), for logs."""
+    kind, a, b = notification
     try:
-        return deletion_handling_meta_namespace_key_func(obj)
+        return deletion_handling_meta_namespace_key_func(b if kind == UPDATE else a)
     except Exception:
         return "<unknown key>"
 
@@ -242,7 +245,8 @@ class ProcessorListener:
             while batch:
                 if self._removed:
                     return
-                kind, a, b = popleft()
+                notification = popleft()
+                kind, a, b = notification
                 traced = len(batch) + len(self._buf) > BACKLOG_TRACE_THRESHOLD
                 start = clock.now() if traced else 0.0
                 try:
@@ -258,7 +262,7 @@ class ProcessorListener:
                         self.name,
                         handler,
                         ("add", "update", "delete")[kind],
-                        _key_of(b if kind == UPDATE else a),
+                        notification_key(notification),
                     )
                 finally:
                     if kind == ADD and b:
@@ -273,6 +277,6 @@ class ProcessorListener:
                             self.name,
                             handler,
                             took,
-                            _key_of(b if kind == UPDATE else a),
+                            notification_key(notification),
                             len(batch) + len(self._buf),
                         )

@@ -32,6 +32,7 @@ from informers.processor_listener import (
 )
 from informers.reflector import Reflector, ReflectorMetrics
 from informers.shared_processor import SharedProcessor
+from informers.synchronous_listener import SynchronousListener
 
 __all__ = [
     "FULL_COLLECTION_THRESHOLD",
@@ -232,17 +233,22 @@ class SharedIndexInformer:
 
     Contract:
 
-    * **One writer.** Only the informer's process loop writes the indexer: it pops each key's
-      deltas from the :class:`~informers.delta_fifo.DeltaFIFO` (under the FIFO's lock), writes
-      the indexer, and only then queues notifications, so a handler reading the cache sees
-      the new state or newer. Everyone else reads through :meth:`get_indexer` or a lister.
+    * **One writer.** Only the consumer of the :class:`~informers.delta_fifo.DeltaFIFO` writes
+      the indexer: it pops each key's deltas (under the FIFO's lock), writes the indexer, and
+      only then queues notifications, so a handler reading the cache sees the new state or
+      newer. Everyone else reads through :meth:`get_indexer` or a lister. The consumer is the
+      thread ``informer-<name>-process``; when it waits on an empty FIFO, the watch thread
+      applies its own event in its place (the FIFO's ``direct_handoff``, which saves a thread
+      wake-up per event); either way one key at a time, in FIFO order.
     * **Shared objects.** Cached objects and those passed to handlers are the same dicts; do
       not mutate them (see :mod:`informers.mutation_detector` for a debug check).
     * **Staleness.** The cache lags the server by the watch latency plus the queue; after a
       disconnect it may be stale until the relist.
     * **Handlers** each get a :class:`~informers.processor_listener.ProcessorListener`
       (thread + unbounded buffer): a slow or raising handler delays only itself. Calls to one
-      handler never overlap and follow the order the cache was written.
+      handler never overlap and follow the order the cache was written. A handler registered
+      ``synchronous`` is called by the cache's writer itself
+      (:class:`~informers.synchronous_listener.SynchronousListener`).
     * **Sync updates.** An update whose old and new resourceVersion are equal (a resync, or a
       relist of an unchanged object) goes only to handlers whose resync period is due at the
       last resync tick (client-go ``OnUpdate``/``distribute``); every other notification goes to
@@ -341,7 +347,8 @@ class SharedIndexInformer:
                 self.name, clock=clock, failure_func=mutation_failure_func
             )
         self._started_lock = threading.Lock()
-        self._block_deltas = threading.Lock()
+        # Reentrant: a synchronous handler runs under it and may register another handler.
+        self._block_deltas = threading.RLock()
         self._started = False
         self._stopped = False
         self._fifo: DeltaFIFO | None = None
@@ -375,10 +382,14 @@ class SharedIndexInformer:
     # -- handlers ------------------------------------------------------------------------------
 
     def add_event_handler(
-        self, handler: ResourceEventHandler, resync_period: float | None = None
+        self,
+        handler: ResourceEventHandler,
+        resync_period: float | None = None,
+        *,
+        synchronous: bool = False,
     ) -> ResourceEventHandlerRegistration:
         """Register ``handler``; it is notified from its own thread (client-go
-        ``AddEventHandlerWithResyncPeriod``).
+        ``AddEventHandlerWithResyncPeriod``), or inline with ``synchronous``.
 
         A handler added after :meth:`run` started first receives ``on_add(obj, True)`` for
         every cached object, queued while delta processing is blocked, so no later event can
@@ -392,6 +403,13 @@ class SharedIndexInformer:
                 start a smaller period than the informer's check period lowers that period;
                 after start it is raised to the check period instead. If the informer was
                 created with period 0 it never resyncs.
+            synchronous: call the handler on the thread that wrote the cache, right after
+                the change, instead of handing the notification to a thread of its own
+                (:class:`~informers.synchronous_listener.SynchronousListener`). Saves a thread
+                wake-up per event (0.1-0.5 ms on a busy machine); only for handlers that never
+                block, such as those that enqueue keys: a slow one holds up the cache and every
+                other handler. Not in client-go, where the hand-off costs nothing. The initial
+                adds of a late registration are delivered on the registering thread.
 
         Raises:
             InformerStoppedError: the informer has stopped.
@@ -429,14 +447,16 @@ class SharedIndexInformer:
                         self._resync_check_period = resync_period
                         self._processor.resync_check_period_changed(resync_period)
             self._listener_count += 1
-            listener = ProcessorListener(
+            listener_class = SynchronousListener if synchronous else ProcessorListener
+            listener = listener_class(
                 handler,
                 resync_period,
                 determine_resync_period(resync_period, self._resync_check_period),
                 self._clock.now(),
                 self.has_synced,
                 clock=self._clock,
-                name=f"informer-{self.name}-handler-{self._listener_count}",
+                name=f"informer-{self.name}-handler-{self._listener_count}"
+                + ("-synchronous" if synchronous else ""),
             )
             registration = ResourceEventHandlerRegistration(self, listener, handler)
             if not self._started:
@@ -579,6 +599,7 @@ class SharedIndexInformer:
                 known_objects=self._indexer,
                 emit_delta_type_replaced=True,
                 transformer=self._transform,
+                direct_handoff=True,
             )
             reflector = self._new_reflector(fifo)
             self._fifo = fifo

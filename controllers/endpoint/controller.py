@@ -23,6 +23,7 @@ from controllers.endpoint.desired import (
     endpoints_up_to_date,
     string_map,
 )
+from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.membership import (
     pod_service_memberships,
     services_to_update_on_pod_change,
@@ -30,6 +31,7 @@ from controllers.endpoint.membership import (
 )
 from controllers.endpoint.metrics import SyncMetrics
 from controllers.endpoint.pod_selection import PodSelector
+from controllers.endpoint.service_selection import ServiceSelector
 from controllers.endpoint.stale_tracker import StaleEndpointsTracker
 from controllers.endpoint.subsets import PodEntryMemo, compute_subsets
 from controllers.endpoint.trigger_time import TriggerTimeTracker
@@ -45,6 +47,7 @@ from informers.keys import (
 from informers.labels import EVERYTHING
 from informers.listers import Lister
 from informers.resources import lookup
+from informers.shared_informer import SharedIndexInformer
 from informers.wait import wait_for_named_cache_sync
 from informers.workqueue import RateLimitingQueue
 from informers.workqueue.metrics import MetricsProvider
@@ -84,10 +87,6 @@ class StaleEndpointsCacheError(InformersError):
     """
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _meta(obj: Any) -> Mapping[str, Any]:
     return _map(_map(obj).get("metadata"))
 
@@ -99,6 +98,15 @@ def _informer_and_lister(source: Any, plural: str) -> tuple[Any, Any]:
     if callable(informer_fn) and callable(lister_fn):
         return informer_fn(), lister_fn()
     return source, Lister(source.get_indexer(), lookup(plural))
+
+
+def _register(informer: Any, handler: _Handler) -> Any:
+    """Add ``handler`` to ``informer``: inline on the informer's process thread when it is a
+    :class:`SharedIndexInformer` (the handlers only enqueue keys; inline saves a thread
+    hand-off per event), else as the informer-like object registers handlers."""
+    if isinstance(informer, SharedIndexInformer):
+        return informer.add_event_handler(handler, synchronous=True)
+    return informer.add_event_handler(handler)
 
 
 class _Handler:
@@ -150,11 +158,12 @@ class EndpointController:
 
     **sync_service** reads only listers (never the API) and writes through ``api_client``.
 
-    **Thread safety**: handlers run on the informers' listener threads, syncs on the worker
-    threads; they share only thread-safe parts (the work queue, listers, the trigger-time,
-    stale and write-echo trackers, metrics). The work queue
-    never hands one key to two workers, so syncs of one Service never overlap. Cached objects
-    are never mutated: writes deep-copy them. :meth:`run` may be called once.
+    **Thread safety**: handlers run inline on the threads that write the informers' caches
+    (registered ``synchronous``: they only enqueue keys), syncs on the worker threads; they
+    share only thread-safe parts (the work queue, listers, the trigger-time, stale and
+    write-echo trackers, metrics). The work queue never hands one key to two workers, so
+    syncs of one Service never overlap. Cached objects are never mutated: writes deep-copy
+    them. :meth:`run` may be called once.
 
     **Staleness**: listers lag the server. A cached Endpoints older than one this controller
     replaced is detected (stale tracker) and the sync retried; any other lag is healed by the
@@ -238,18 +247,18 @@ class EndpointController:
             endpoints_informer, "endpoints"
         )
         self._pod_selector = PodSelector(self._pod_informer, self._pods, self.name)
+        self._service_selector = ServiceSelector(
+            self._service_informer, self._services, self.name
+        )
         registrations = [
-            self._service_informer.add_event_handler(
-                _Handler("service", self._on_service_add, self._on_service_update,
-                         self._on_service_delete)
-            ),
-            self._pod_informer.add_event_handler(
-                _Handler("pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)
-            ),
-            self._endpoints_informer.add_event_handler(
-                _Handler("endpoints", self._on_endpoints_add, self._on_endpoints_update,
-                         self._on_endpoints_delete)
-            ),
+            _register(self._service_informer, _Handler(
+                "service", self._on_service_add, self._on_service_update,
+                self._on_service_delete)),
+            _register(self._pod_informer, _Handler(
+                "pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)),
+            _register(self._endpoints_informer, _Handler(
+                "endpoints", self._on_endpoints_add, self._on_endpoints_update,
+                self._on_endpoints_delete)),
         ]
         informers = (self._service_informer, self._pod_informer, self._endpoints_informer)
         self._synced = [
@@ -279,7 +288,7 @@ class EndpointController:
     def _enqueue_pod_services(self, pod: Any) -> None:
         namespace = _meta(pod).get("namespace")
         namespace = namespace if isinstance(namespace, str) else ""
-        services = self._services.by_namespace(namespace).list(EVERYTHING)
+        services = self._service_selector.candidates(namespace, pod)
         for key in pod_service_memberships(services, string_map(_meta(pod).get("labels"))):
             self.queue.add_after(key, self.batch_period)
 
@@ -288,7 +297,7 @@ class EndpointController:
 
     def _on_pod_update(self, old: Any, new: Any) -> None:
         keys = services_to_update_on_pod_change(
-            lambda ns: self._services.by_namespace(ns).list(EVERYTHING), old, new
+            lambda ns: self._service_selector.candidates(ns, old, new), old, new
         )
         for key in keys:
             self.queue.add_after(key, self.batch_period)

@@ -13,6 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.repack import (
     readiness_digest,
     repack_subsets,
@@ -48,10 +49,6 @@ MANAGED_BY_LABEL = "endpoints.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "endpoint-controller"
 """The managed-by label's value: the controller's name (endpoints_controller.go
 ``ControllerName``)."""
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def string_map(value: Any) -> dict[str, str]:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.subsets import is_pod_ready
 from informers.keys import meta_namespace_key_func
 
@@ -27,11 +28,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 ServicesInNamespace = Callable[[str], Iterable[Mapping[str, Any]]]
-"""Lists the Services of a namespace (typically ``lister.services(ns).list(everything())``)."""
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+"""Lists the Services of a namespace (typically ``lister.services(ns).list(everything())``), or
+any part of them that holds every Service that may select the pod (the controller's
+:class:`~controllers.endpoint.service_selection.ServiceSelector`)."""
 
 
 def valid_selector(service: Mapping[str, Any]) -> Mapping[str, str] | None:

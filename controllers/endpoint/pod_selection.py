@@ -58,9 +58,12 @@ class PodSelector:
             logger.warning("%s: no pod label index (%s); syncs list whole namespaces", name, err)
 
     def select(self, namespace: str, selector: Mapping[str, str]) -> list[Any]:
-        """The cached pods of ``namespace`` matching ``selector`` (shared: do not mutate)."""
-        sel = selector_from_validated_set(selector)
+        """The cached pods of ``namespace`` matching ``selector`` (shared: do not mutate).
+
+        A one-pair selector's bucket is the answer itself; with more pairs the smallest bucket
+        is matched against the whole selector."""
         if not selector or not self.indexed:
+            sel = selector_from_validated_set(selector)
             return list(self._lister.by_namespace(namespace).list(sel))
         indexer = self._informer.get_indexer()
         candidates: list[Any] | None = None
@@ -70,4 +73,7 @@ class PodSelector:
                 candidates = bucket
             if not candidates:
                 return []
+        if len(selector) == 1:
+            return candidates or []
+        sel = selector_from_validated_set(selector)
         return [pod for pod in candidates or () if sel.matches(_meta(pod).get("labels"))]

@@ -30,11 +30,18 @@ from typing import Any, TypeGuard
 from cachetools import LRUCache
 
 __all__ = [
+    "SENTINEL_PORT_RECORD",
+    "AddressRecord",
+    "PortRecord",
+    "address_record",
     "address_sort_key",
     "normalize_address",
     "normalize_port",
     "normalize_subset",
+    "port_record",
     "readiness_digest",
+    "repack_normalized",
+    "repack_records",
     "repack_subsets",
     "sort_subsets",
     "subsets_equal_ignore_resource_version",
@@ -309,57 +316,93 @@ def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     return repack_normalized([normalize_subset(subset) for subset in subsets])
 
 
+AddressRecord = tuple[tuple[str, str], tuple[bytes, int, bytes], dict[str, Any]]
+"""A normalized address with its identity (util.go ``addressKey``: IP, targetRef UID) and its
+:func:`address_sort_key`, worked out once."""
+
+PortRecord = tuple[tuple[str, int, str, "str | None"], dict[str, Any]]
+"""A normalized port with its identity (name, number, protocol, appProtocol)."""
+
+SENTINEL_PORT_RECORD: PortRecord = (("", _SENTINEL_PORT, "", None), {"port": _SENTINEL_PORT})
+"""What a subset without ports is filed under (util.go: "Don't discard endpoints with no ports
+defined, use a sentinel"); it adds no port to the output."""
+
+
+def address_record(address: dict[str, Any]) -> AddressRecord:
+    """The :data:`AddressRecord` of a normalized address."""
+    return (_address_identity(address), address_sort_key(address), address)
+
+
+def port_record(port: dict[str, Any]) -> PortRecord:
+    """The :data:`PortRecord` of a normalized port."""
+    return (_port_identity(port), port)
+
+
 def repack_normalized(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """:func:`repack_subsets` for subsets already in normalized form (as
     :func:`normalize_subset` returns them), skipping the normalization. Address and port dicts
     of the input are shared with the result, never modified."""
-    all_addresses: dict[tuple[str, str], dict[str, Any]] = {}
+    records: list[tuple[AddressRecord, bool, PortRecord]] = []
+    for norm in subsets:
+        ports = [port_record(p) for p in norm.get("ports") or ()] or [SENTINEL_PORT_RECORD]
+        addresses = [(address_record(a), True) for a in norm.get("addresses", ())]
+        addresses += [(address_record(a), False) for a in norm.get("notReadyAddresses", ())]
+        for port in ports:
+            for address, ready in addresses:
+                records.append((address, ready, port))
+    return repack_records(records)
+
+
+def repack_records(
+    records: Iterable[tuple[AddressRecord, bool, PortRecord]],
+) -> list[dict[str, Any]]:
+    """The repacking of :func:`repack_subsets`, from the (address, ready, port) triples the
+    subsets expand to, in the order they expand to them (ports in the outer loop, then ready
+    addresses, then not-ready ones): the first occurrence of an address is the one kept.
+    Address and port dicts are shared with the result, never modified."""
+    all_addresses: dict[tuple[str, str], AddressRecord] = {}
     # port identity -> (normalized port, {address identity: ready})
     port_map: dict[tuple[str, int, str, str | None], tuple[dict[str, Any], dict[Any, bool]]] = {}
-
-    def record(port: dict[str, Any], address: dict[str, Any], ready: bool) -> None:
-        identity = _address_identity(address)
+    for address, ready, (pid, port) in records:
+        identity = address[0]
         if identity not in all_addresses:
             all_addresses[identity] = address
-        pid = _port_identity(port)
         entry = port_map.get(pid)
         if entry is None:
-            entry = (port, {})
-            port_map[pid] = entry
+            entry = port_map[pid] = (port, {})
         readiness = entry[1]
         if readiness.get(identity, True):
             readiness[identity] = ready
 
-    sentinel = {"port": _SENTINEL_PORT}
-    for norm in subsets:
-        ports = norm.get("ports") or [sentinel]
-        for port in ports:
-            for address in norm.get("addresses", ()):
-                record(port, address, True)
-            for address in norm.get("notReadyAddresses", ()):
-                record(port, address, False)
-
     # Group ports by their exact (address, ready) set.
     groups: dict[frozenset[tuple[Any, bool]], list[dict[str, Any]]] = {}
     for port, readiness in port_map.values():
-        key = frozenset(readiness.items())
-        ports_of_group = groups.setdefault(key, [])
+        ports_of_group = groups.setdefault(frozenset(readiness.items()), [])
         if port["port"] > 0:
             ports_of_group.append(port)
 
+    def by_sort_key(record: AddressRecord) -> tuple[bytes, int, bytes]:
+        return record[1]
+
     final = []
     for key, ports in groups.items():
-        ready_addresses = [all_addresses[ident] for ident, ready in key if ready]
-        not_ready_addresses = [all_addresses[ident] for ident, ready in key if not ready]
+        ready_records = sorted(
+            (all_addresses[ident] for ident, ready in key if ready), key=by_sort_key)
+        not_ready_records = sorted(
+            (all_addresses[ident] for ident, ready in key if not ready), key=by_sort_key)
         subset_out: dict[str, Any] = {}
-        if ready_addresses:
-            subset_out["addresses"] = ready_addresses
-        if not_ready_addresses:
-            subset_out["notReadyAddresses"] = not_ready_addresses
+        if ready_records:
+            subset_out["addresses"] = [record[2] for record in ready_records]
+        if not_ready_records:
+            subset_out["notReadyAddresses"] = [record[2] for record in not_ready_records]
         if ports:
+            if len(ports) > 1:  # a lone entry needs no hash (Go: no Less call)
+                ports.sort(key=_port_hash)
             subset_out["ports"] = ports
         final.append(subset_out)
-    return _sort_normalized(final)
+    if len(final) > 1:
+        final.sort(key=_subset_hash)
+    return final
 
 
 # -- equality ---------------------------------------------------------------------------------

@@ -26,7 +26,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controllers.endpoint.repack import repack_normalized
+from controllers.endpoint.json_values import as_map as _map
+from controllers.endpoint.repack import (
+    SENTINEL_PORT_RECORD,
+    AddressRecord,
+    PortRecord,
+    address_record,
+    port_record,
+    repack_records,
+)
 
 __all__ = [
     "CLUSTER_IP_NONE",
@@ -53,15 +61,6 @@ CLUSTER_IP_NONE = "None"
 
 _IPV6 = "IPv6"  # core/v1 IPv6Protocol
 _CONTAINER_RESTART_ALWAYS = "Always"  # core/v1 ContainerRestartPolicyAlways (sidecars)
-
-
-_EMPTY: Mapping[str, Any] = {}
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    if type(value) is dict:  # the fast path: JSON objects are dicts
-        return value
-    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def _list(value: Any) -> list[Any]:
@@ -331,9 +330,10 @@ class PodEntryMemo:
         self.entries: dict[int, tuple[Mapping[str, Any], _PodEntry]] = {}
 
 
-_PodEntry = tuple[tuple[dict[str, Any], ...], int, int, "str | None"]
-"""One pod's contribution: its raw subsets, ready and not-ready pair counts, and its name when
-it was skipped for having no IP of the Service's family."""
+_PodEntry = tuple[tuple[tuple[AddressRecord, bool, PortRecord], ...], int, int, "str | None"]
+"""One pod's contribution: its (address, ready, port) records for
+:func:`~controllers.endpoint.repack.repack_records`, ready and not-ready pair counts, and its
+name when it was skipped for having no IP of the Service's family."""
 
 
 def _pod_entry(service: Mapping[str, Any], pod: Mapping[str, Any], publish_not_ready: bool,
@@ -355,11 +355,11 @@ def _pod_entry(service: Mapping[str, Any], pod: Mapping[str, Any], publish_not_r
             "targetRef": address["targetRef"],
         }
     ready = publish_not_ready or is_pod_ready(pod)
-    list_name = "addresses" if ready else "notReadyAddresses"
+    record = address_record(address)
     if not service_ports:
         # Go does not count these in its log totals; neither do we.
-        return (({list_name: [address]},) if headless else ()), 0, 0, None
-    raw: list[dict[str, Any]] = []
+        return (((record, ready, SENTINEL_PORT_RECORD),) if headless else ()), 0, 0, None
+    raw: list[tuple[AddressRecord, bool, PortRecord]] = []
     for service_port in service_ports:
         number = find_port(pod, service_port)
         if number is None:
@@ -369,7 +369,7 @@ def _pod_entry(service: Mapping[str, Any], pod: Mapping[str, Any], publish_not_r
             )
             continue
         port = endpoint_port_from_service_port(service_port, number)
-        raw.append({list_name: [address], "ports": [port]})
+        raw.append((record, ready, port_record(port)))
     pairs = len(raw)
     return tuple(raw), (pairs if ready else 0), (0 if ready else pairs), None
 
@@ -405,7 +405,7 @@ def compute_subsets(
     previous = memo.entries if memo is not None and memo.service is service else {}
     current: dict[int, tuple[Mapping[str, Any], _PodEntry]] = {}
     result = ComputedSubsets()
-    raw: list[dict[str, Any]] = []
+    raw: list[tuple[AddressRecord, bool, PortRecord]] = []
     for pod in pods:
         if not isinstance(pod, Mapping):
             continue
@@ -423,5 +423,5 @@ def compute_subsets(
             result.skipped_pods.append(entry[3])
     if memo is not None:
         memo.service, memo.entries = service, current
-    result.subsets = repack_normalized(raw)
+    result.subsets = repack_records(raw)
     return result

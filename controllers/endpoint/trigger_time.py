@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from controllers.endpoint.json_values import as_map as _map
+
 __all__ = [
     "TRIGGER_TIME_ANNOTATION",
     "TriggerTimeTracker",
@@ -101,14 +103,11 @@ def format_rfc3339_nano(nanos: int) -> str:
     return text + "Z"
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def pod_trigger_time(pod: Mapping[str, Any]) -> int | None:
     """The ``lastTransitionTime`` of the pod's first Ready condition (zero if none)."""
     for condition in _map(pod.get("status")).get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+        if (condition.__class__ is dict or isinstance(condition, Mapping)) and condition.get(
+                "type") == "Ready":
             return parse_rfc3339(condition.get("lastTransitionTime"))
     return None
 
