@@ -86,3 +86,80 @@ def test_status_code_of_other_errors():
     assert status_code(ValueError("x")) == 0
     assert status_code(None) == 0
     assert status_code(client.ApiException(status=418)) == 418
+
+
+def test_host_and_headers_are_asked_for_once_per_reuse_period(server):
+    """The kubeconfig loader's refresh hook runs on every ``param_serialize``; api_call asks
+    for the headers once per HEADERS_REUSE_SECONDS per client and content type, so a rotated
+    token is picked up within that period."""
+    from informers.api_call import HEADERS_REUSE_SECONDS
+    from informers.clock import FakeClock
+
+    clock = FakeClock()
+    tokens = [server.token]
+    calls: list[str] = []
+    configuration = client.Configuration(
+        host=server.url, api_key={"BearerToken": "stale"}, api_key_prefix={"BearerToken": "Bearer"})
+
+    def refresh(conf):
+        calls.append(tokens[-1])
+        conf.api_key["BearerToken"] = tokens[-1]
+
+    configuration.refresh_api_key_hook = refresh
+    with client.ApiClient(configuration) as api:
+        api_call(api, "POST", LEASES, lease("reuse"), clock=clock)
+        api_call(api, "GET", f"{LEASES}/reuse", clock=clock)
+        api_call(api, "GET", f"{LEASES}/reuse", clock=clock)
+        assert len(calls) == 2  # one for bodies (Content-Type), one for body-less requests
+        tokens.append("revoked")
+        clock.step(HEADERS_REUSE_SECONDS - 0.001)
+        assert api_call(api, "GET", f"{LEASES}/reuse", clock=clock)["metadata"]["name"] == "reuse"
+        assert len(calls) == 2
+        clock.step(0.001)
+        with pytest.raises(StatusError) as info:
+            api_call(api, "GET", f"{LEASES}/reuse", clock=clock)
+        assert info.value.code == 401
+        assert calls == [server.token, server.token, "revoked"]
+
+
+def test_requests_go_through_the_hosts_pool_and_survive_its_closing(server, api):
+    """Without a proxy, requests skip the pool manager and use the host's pool; a closed
+    pool sends them back through the manager."""
+    from informers.api_call import _prepared
+
+    api_call(api, "POST", LEASES, lease("pool"))
+    prepared = _prepared[api]["application/json"]
+    manager = api.rest_client.pool_manager
+    assert prepared.pool is manager.connection_from_url(server.url)
+    manager.clear()  # the manager drops its pools; urllib3 1.x also closed them:
+    prepared.pool.close()
+    assert api_call(api, "GET", f"{LEASES}/pool")["metadata"]["name"] == "pool"
+    api_call(api, "DELETE", f"{LEASES}/pool", {})
+    with pytest.raises(StatusError) as info:
+        api_call(api, "GET", f"{LEASES}/pool")
+    assert info.value.code == 404
+
+
+def test_a_path_in_the_host_prefixes_every_request(server):
+    configuration = client.Configuration(
+        host=server.url + "/prefix/", api_key={"BearerToken": server.token},
+        api_key_prefix={"BearerToken": "Bearer"})
+    with client.ApiClient(configuration) as prefixed, pytest.raises(StatusError) as info:
+        api_call(prefixed, "GET", f"{LEASES}/x")
+    assert info.value.code == 404
+    assert server.requests[-1].path == f"/prefix{LEASES}/x"
+
+
+def test_a_client_with_a_proxy_sends_through_the_proxy():
+    configuration = client.Configuration(host="http://127.0.0.1:1")
+    configuration.proxy = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    with client.ApiClient(configuration) as proxied, pytest.raises(ApiConnectionError) as info:
+        api_call(proxied, "GET", f"{LEASES}/x")
+    assert "Unable to connect to proxy" in str(info.value)
+    assert configuration.proxy.rsplit(":", 1)[1] in str(info.value)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1174,21 +1174,21 @@ def test_constructor_and_run_validate_arguments(stubs):
         stubs.controller.run(0, threading.Event())
 
 
-def test_stop_lets_the_sync_in_flight_finish(cluster):
+def test_stop_lets_the_sync_in_flight_finish(cluster, monkeypatch):
+    from controllers.endpoint.writer import EndpointsWriter
+
     s = cluster.server
     s.create(make_service(selector={"app": "web"}))
     s.create(make_pod("a"))
     s.delay(0.3, verb="create", resource="endpoints")
     started = threading.Event()
-    pool = cluster.client.rest_client.pool_manager
-    real_request = pool.request
+    real_create = EndpointsWriter.create
 
-    def request(method, url, *args, **kwargs):  # instrumentation only: still real HTTP
-        if method == "POST" and url.endswith("/endpoints"):
-            started.set()
-        return real_request(method, url, *args, **kwargs)
+    def create(self, *args, **kwargs):  # instrumentation only: still real HTTP
+        started.set()
+        return real_create(self, *args, **kwargs)
 
-    pool.request = request
+    monkeypatch.setattr(EndpointsWriter, "create", create)
     controller = cluster.start(workers=3)
     assert started.wait(10)
     cluster.stop.set()
