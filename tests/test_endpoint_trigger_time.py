@@ -139,6 +139,32 @@ def test_first_ready_condition_is_used():
     assert pod_trigger_time(p) == NANOS[1]
 
 
+class CountingPod(dict):
+    """A pod that counts reads of its fields."""
+
+    reads = 0
+
+    def get(self, key, default=None):
+        CountingPod.reads += 1
+        return super().get(key, default)
+
+
+def test_the_very_same_pod_object_is_read_once_and_gives_the_same_times():
+    tracker = TriggerTimeTracker()
+    svc = service(T[0])
+    same = CountingPod(pod("pod1", T[1]))
+    assert compute(tracker, svc, same) == T[0]  # a new service: its creation
+    first = CountingPod.reads
+    assert first > 0
+    assert compute(tracker, svc, same) is None  # nothing changed
+    assert CountingPod.reads == first  # not read again
+    # A new object for the pod (as an informer makes on every change) is read.
+    assert compute(tracker, svc, CountingPod(pod("pod1", T[2]))) == T[2]
+    assert CountingPod.reads > first
+    # An equal but new object is read too, and changes nothing.
+    assert compute(tracker, svc, CountingPod(pod("pod1", T[2]))) is None
+
+
 def test_concurrent_services_do_not_interfere():
     tracker = TriggerTimeTracker()
     errors = []

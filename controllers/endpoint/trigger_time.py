@@ -121,6 +121,10 @@ def service_trigger_time(service: Mapping[str, Any]) -> int | None:
 class _ServiceState:
     last_service_trigger_time: int | None = None
     last_pod_trigger_times: dict[str, int] = field(default_factory=dict)
+    # id(pod) -> (pod, its name, its trigger time), for the pods of the last computation: a
+    # cached pod that is the very same object is not read again (informer caches replace an
+    # object on every change and never modify one; holding it keeps its id from being reused).
+    pods: dict[int, tuple[Mapping[str, Any], str, int | None]] = field(default_factory=dict)
 
 
 class TriggerTimeTracker:
@@ -158,12 +162,19 @@ class TriggerTimeTracker:
 
         min_changed: int | None = None
         pod_times: dict[str, int] = {}
+        seen = state.pods
+        pods_now: dict[int, tuple[Mapping[str, Any], str, int | None]] = {}
         for pod in pods:
-            pod_time = pod_trigger_time(pod)
+            hit = seen.get(id(pod))
+            if hit is not None and hit[0] is pod:
+                _, pod_name, pod_time = hit
+            else:
+                pod_time = pod_trigger_time(pod)
+                name = _map(pod.get("metadata")).get("name")
+                pod_name = name if isinstance(name, str) else ""
+            pods_now[id(pod)] = (pod, pod_name, pod_time)
             if pod_time is None:
                 continue
-            pod_name = _map(pod.get("metadata")).get("name")
-            pod_name = pod_name if isinstance(pod_name, str) else ""
             pod_times[pod_name] = pod_time
             last = state.last_pod_trigger_times.get(pod_name)
             changed = last is None or pod_time > last
@@ -179,7 +190,7 @@ class TriggerTimeTracker:
             min_changed = service_time
 
         with self._lock:
-            self._states[key] = _ServiceState(service_time, pod_times)
+            self._states[key] = _ServiceState(service_time, pod_times, pods_now)
         if not was_known:
             return service_time
         return min_changed
