@@ -233,7 +233,7 @@ def child_official(url: str, token: str, pods: int) -> int:
 
 def spawn(mode: str, server: ServerProcess, profile: bool = False) -> subprocess.Popen[str]:
     args = [sys.executable, "-m", "benchmarks.bench_informer", "--child", mode,
-            "--url", server.url, "--token", server.token, "--pods", str(server.pods)]
+            "--url", server.url, f"--token={server.token}", "--pods", str(server.pods)]
     if profile:
         args.append("--profile")
     return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
