@@ -98,28 +98,16 @@ def api_call(
     prepared = _prepare(api_client, None if body is None else content_type, clock)
     timeout = urllib3.Timeout(total=request_timeout) if request_timeout else None
     encoded = None if body is None else _dumps(body)
+    options: dict[str, Any] = {"body": encoded, "headers": dict(prepared.headers),
+                               "timeout": timeout, "preload_content": False}
     try:
         pool = prepared.pool
         if pool is not None and pool.pool is not None:  # still open
-            response = pool.urlopen(
-                method,
-                prepared.base_path + path,
-                body=encoded,
-                headers=dict(prepared.headers),
-                timeout=timeout,
-                preload_content=False,
-                redirect=False,
-                assert_same_host=False,
-            )
+            response = pool.urlopen(method, prepared.base_path + path, redirect=False,
+                                    assert_same_host=False, **options)
         else:
             response = api_client.rest_client.pool_manager.request(
-                method,
-                prepared.host + path,
-                body=encoded,
-                headers=dict(prepared.headers),
-                timeout=timeout,
-                preload_content=False,
-            )
+                method, prepared.host + path, **options)
         data = response.read()
     except urllib3.exceptions.HTTPError as e:
         raise _connection_error(method, path, e) from e

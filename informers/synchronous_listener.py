@@ -1,4 +1,4 @@
-"""Delivers one handler's notifications on the informer's own processing thread.
+"""Delivers one handler's notifications on the thread that writes the informer's cache.
 
 The counterpart of :class:`~informers.processor_listener.ProcessorListener` for handlers
 registered with ``add_event_handler(handler, synchronous=True)``. client-go has no such mode:
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from typing import Any
 
-from informers.clock import REAL_CLOCK, Clock
-from informers.handlers import ResourceEventHandler
 from informers.processor_listener import (
     ADD,
     SLOW_CALL_TRACE_SECONDS,
@@ -54,26 +52,12 @@ class SynchronousListener(ProcessorListener):
       calling thread, so a handler may shut its own registration down).
     """
 
-    def __init__(
-        self,
-        handler: ResourceEventHandler,
-        requested_resync_period: float,
-        resync_period: float,
-        now: float,
-        upstream_has_synced: Callable[[], bool],
-        *,
-        clock: Clock = REAL_CLOCK,
-        name: str = "synchronous-listener",
-    ) -> None:
-        super().__init__(
-            handler,
-            requested_resync_period,
-            resync_period,
-            now,
-            upstream_has_synced,
-            clock=clock,
-            name=name,
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Takes the arguments of :class:`~informers.processor_listener.ProcessorListener`;
+        ``name`` names the listener in logs only (there is no thread)."""
+        kwargs.setdefault("name", "synchronous-listener")
+        super().__init__(*args, **kwargs)
+        handler = self.handler
         self._call_lock = threading.Lock()
         self._caller: int | None = None
         self._calls = (handler.on_add, handler.on_update, handler.on_delete)

@@ -101,9 +101,10 @@ def _informer_and_lister(source: Any, plural: str) -> tuple[Any, Any]:
 
 
 def _register(informer: Any, handler: _Handler) -> Any:
-    """Add ``handler`` to ``informer``: inline on the informer's process thread when it is a
-    :class:`SharedIndexInformer` (the handlers only enqueue keys; inline saves a thread
-    hand-off per event), else as the informer-like object registers handlers."""
+    """Add ``handler`` to ``informer``: ``synchronous`` (called on the thread that writes the
+    cache) when it is a :class:`SharedIndexInformer`, since the handlers only enqueue keys and
+    that saves a thread hand-off per event; else as the informer-like object registers
+    handlers."""
     if isinstance(informer, SharedIndexInformer):
         return informer.add_event_handler(handler, synchronous=True)
     return informer.add_event_handler(handler)
