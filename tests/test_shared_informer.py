@@ -1118,7 +1118,7 @@ def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
 ) -> None:
     import gc
 
-    from informers import shared_informer
+    from informers import initial_sync_gc
     from informers.gc_pause import gc_pause_depth
 
     gc.unfreeze()
@@ -1129,7 +1129,7 @@ def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
         released.append((inf.has_synced(), gc_pause_depth()))
         return True
 
-    monkeypatch.setattr(shared_informer, "release_free_memory", release)
+    monkeypatch.setattr(initial_sync_gc, "release_free_memory", release)
     try:
         r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
         r.drain()
