@@ -179,3 +179,52 @@ def test_items_queued_while_nobody_waits_are_popped_by_the_consumer_in_order():
         ("consumer", "b", [ADDED], [2], False),
     ]
     consumer.close()
+
+
+def test_concurrent_producers_lose_nothing_and_keep_each_keys_order():
+    """Two producers (a watch and a resync thread, say) race a consumer that is sometimes idle
+    and sometimes busy: every value is processed exactly once, each key's values in the order
+    they were queued, one call at a time, whichever thread runs it."""
+    fifo = DeltaFIFO(direct_handoff=True, known_objects=Known(*[f"k{i}" for i in range(8)]))
+    processed: dict[str, list[int]] = {}
+    threads: set[str] = set()
+    busy = threading.Lock()
+    overlaps: list[str] = []
+
+    def on_process(key):
+        if not busy.acquire(blocking=False):
+            overlaps.append(key)
+            return
+        try:
+            time.sleep(0.0001 if key.endswith("3") else 0)  # sometimes the consumer is busy
+        finally:
+            busy.release()
+
+    consumer = Consumer(fifo, on_process)
+
+    def produce(offset: int) -> None:
+        for n in range(400):
+            fifo.update(mk(f"k{(n + offset) % 8}", offset * 1000 + n))
+
+    producers = [threading.Thread(target=produce, args=(o,), name=f"producer-{o}")
+                 for o in (1, 2)]
+    consumer.wait_idle()  # so the first update at least is handed over
+    for t in producers:
+        t.start()
+    for t in producers:
+        t.join(WAIT)
+    consumer.wait_idle()
+    consumer.close()
+    for thread_name, key, types, values, initial in consumer.seen:
+        processed.setdefault(key, []).extend(values)
+        threads.add(thread_name)
+        assert set(types) == {UPDATED} and not initial
+    assert overlaps == []
+    for offset in (1, 2):
+        for k in range(8):
+            mine = [v for v in processed[f"k{k}"] if v // 1000 == offset]
+            assert mine == sorted(mine)  # each producer's values for a key, in its order
+    assert sorted(v for values in processed.values() for v in values) == sorted(
+        o * 1000 + n for o in (1, 2) for n in range(400))
+    assert threads <= {"consumer", "producer-1", "producer-2"}
+    assert threads & {"producer-1", "producer-2"}
