@@ -92,6 +92,7 @@ from informers.shared_informer import (
     strip_managed_fields,
 )
 from informers.shared_processor import SharedProcessor
+from informers.synchronous_listener import SynchronousListener
 from informers.undelta_store import UndeltaStore
 from informers.wait import wait_for_cache_sync, wait_for_named_cache_sync
 from informers.watch_stream import HttpWatchStream
@@ -161,6 +162,7 @@ __all__ = [
     "SharedProcessor",
     "StatusError",
     "StoreLike",
+    "SynchronousListener",
     "TerminalError",
     "TransformFunc",
     "UndeltaStore",
