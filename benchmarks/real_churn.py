@@ -9,6 +9,7 @@ shows the pod on the matching side. The same flips are replayed for each control
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import subprocess
@@ -143,6 +144,28 @@ def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def _endpoints_show(http: Http, service: str, pod: str, ready: bool) -> bool:
+    endpoints = http.request("GET", f"/api/v1/namespaces/{EP_NAMESPACE}/endpoints/{service}")
+    field = "addresses" if ready else "notReadyAddresses"
+    return any(address.get("targetRef", {}).get("name") == pod
+               for subset in endpoints.get("subsets") or ()
+               for address in subset.get(field) or ())
+
+
+def wait_until_live(http: Http, names: list[str], what: str, timeout: float = 120) -> None:
+    """Flip one pod to not ready and back, each time until its Endpoints show it: the
+    controller under test is then running. A converged namespace alone proves nothing once an
+    earlier controller left it converged; churning before the new one has synced its caches
+    charged its start-up (a second or two) to the first flips' delays."""
+    pod = names[0]
+    service = pod.rsplit("-pod-", 1)[0]
+    for ready in (False, True):
+        http.request("PATCH", f"/api/v1/namespaces/{EP_NAMESPACE}/pods/{pod}/status",
+                     _ready_status(ready), "application/merge-patch+json")
+        _wait(functools.partial(_endpoints_show, http, service, pod, ready), timeout,
+              f"{what} to show {pod} {'ready' if ready else 'not ready'}")
+
+
 def endpoints_converged(http: Http, services: int, per_service: int) -> bool:
     items = http.request("GET", f"/api/v1/namespaces/{EP_NAMESPACE}/endpoints")["items"]
     full = 0
@@ -229,7 +252,9 @@ def measure_endpoint_controllers(plane: Any, http: Http, services: int, per_serv
         try:
             _wait(lambda: endpoints_converged(http, services, per_service), 120,
                   "kube-controller-manager's Endpoints")
-            log(f"round {round_ + 1}/{rounds}: kube-controller-manager converged; churning")
+            wait_until_live(http, names, "kube-controller-manager")
+            log(f"round {round_ + 1}/{rounds}: kube-controller-manager converged and live; "
+                "churning")
             parts["kube-controller-manager"].append(
                 churn(http, names, services, per_service, rate, seconds / rounds, log, seed))
         finally:
@@ -242,11 +267,10 @@ def measure_endpoint_controllers(plane: Any, http: Http, services: int, per_serv
                  "--log-level", "warning"],
                 cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT)
             try:
-                time.sleep(1.0)
                 _wait(lambda: endpoints_converged(http, services, per_service), 120,
                       "our Endpoints")
-                time.sleep(1.0)  # its informers are synced and its startup sweep is done
-                log(f"round {round_ + 1}/{rounds}: ours converged; churning")
+                wait_until_live(http, names, "our controller")
+                log(f"round {round_ + 1}/{rounds}: ours converged and live; churning")
                 parts["ours"].append(
                     churn(http, names, services, per_service, rate, seconds / rounds, log, seed))
             finally:
