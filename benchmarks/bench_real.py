@@ -33,7 +33,9 @@ workers and no client-side rate limit: kube-controller-manager gets ``--kube-api
 its default 20 qps would throttle it) while the same seeded script flips pods' Ready condition
 at ``--churn-rate`` per second, for ``--churn-seconds`` per controller in two alternating rounds
 (kube-controller-manager, ours, kube-controller-manager, ours; each round's flips seeded alike
-for both) whose delays are pooled. An observer watching pods and Endpoints
+for both) whose delays are pooled. A round starts once its controller is live: one pod is
+flipped and back, and each flip awaited in the Endpoints (``real_churn.wait_until_live``).
+An observer watching pods and Endpoints
 records, per flip, the time from the pod's MODIFIED event to the first Endpoints event that
 shows the pod on the matching side.
 
