@@ -387,6 +387,30 @@ def test_bound_pods_are_deleted_gracefully_only_when_asked(server, core):
         assert server.get("pods", "default", name) is None
 
 
+def test_a_shortened_deadline_never_moves_into_the_past(server, core):
+    """Kubernetes v1.34+ ``BeforeDelete``: a shorter period moves the deadline back by the
+    difference, but a deadline already passed becomes now, with period 1 (still graceful)
+    unless 0 was asked."""
+    clock = server.clock
+    for name in ("slow", "gone"):
+        server.create(pod(name, spec={"nodeName": "n1", "containers": []},
+                          status={"phase": "Running"}))
+        core.delete_namespaced_pod(name, "default", grace_period_seconds=10)  # deadline 00:10
+    clock.step(4)
+    moved = raw(core, "delete_namespaced_pod", "slow", "default", grace_period_seconds=8)
+    assert moved["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:08Z"  # 00:10 - 2
+    assert moved["metadata"]["deletionGracePeriodSeconds"] == 8
+    clock.step(3)  # now 00:07
+    clamped = raw(core, "delete_namespaced_pod", "slow", "default", grace_period_seconds=2)
+    assert clamped["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:07Z"  # not 00:02
+    assert clamped["metadata"]["deletionGracePeriodSeconds"] == 1
+    assert server.get("pods", "default", "slow") is not None
+    final = raw(core, "delete_namespaced_pod", "gone", "default", grace_period_seconds=0)
+    assert final["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:07Z"  # now, not 00:00
+    assert final["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert server.get("pods", "default", "gone") is None
+
+
 def test_delete_preconditions(server, core):
     made = core.create_namespaced_pod("default", pod())
     with pytest.raises(ApiException) as info:

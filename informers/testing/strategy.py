@@ -421,8 +421,9 @@ class Strategy:
         ``registry/rest/delete.go`` ``BeforeDelete`` and ``store.go``
         ``updateForGracefulDeletionAndFinalizers`` do. The period is
         :func:`~informers.testing.kind_rules.pod_grace_period`'s. A pod already terminating
-        may only have its period shortened (its deadline moves by the difference); one marked
-        with period 0 is removed at once."""
+        may only have its period shortened (its deadline moves by the difference, but never
+        into the past: a deadline already passed becomes now, with period 1 unless 0 was
+        asked); one marked with period 0 is removed at once."""
         meta = obj["metadata"]
         period = pod_grace_period(obj, grace)
         pending = meta.get("deletionGracePeriodSeconds")
@@ -434,7 +435,13 @@ class Strategy:
             if period >= pending:
                 return current, False  # only a shorter period may be set
             start = _parse_time(meta["deletionTimestamp"]) - datetime.timedelta(seconds=pending)
-            meta["deletionTimestamp"] = rfc3339(start + datetime.timedelta(seconds=period))
+            moment = start + datetime.timedelta(seconds=period)
+            now = self._clock.wall()
+            if moment < now:  # never into the past (Kubernetes v1.34+ BeforeDelete)
+                moment = now
+                if period != 0:
+                    period = 1  # still graceful: someone else sends the final delete
+            meta["deletionTimestamp"] = rfc3339(moment)
         else:
             moment = self._clock.wall() + datetime.timedelta(seconds=period)
             meta["deletionTimestamp"] = rfc3339(moment)
