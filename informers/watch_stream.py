@@ -156,28 +156,15 @@ class HttpWatchStream:
         event: WatchEvent | None
         try:
             for chunk in self._chunks():
+                pos = 0
                 nl = chunk.find(b"\n")
-                if nl < 0:
-                    pending.append(chunk)
-                    continue
-                if pending:
-                    pending.append(chunk[:nl])
-                    line = b"".join(pending)
-                    pending = []
-                else:
-                    line = chunk[:nl]
-                if line.strip():
-                    event = self._event(line)
-                    if event is not None:
-                        yield event
-                        if self._closed:
-                            return
-                pos = nl + 1
-                while True:
-                    nl = chunk.find(b"\n", pos)
-                    if nl < 0:
-                        break
-                    line = chunk[pos:nl]
+                while nl >= 0:
+                    if pending:  # the line began in earlier chunks
+                        pending.append(chunk[pos:nl])
+                        line = b"".join(pending)
+                        pending = []
+                    else:
+                        line = chunk[pos:nl]
                     if line.strip():
                         event = self._event(line)
                         if event is not None:
@@ -185,6 +172,7 @@ class HttpWatchStream:
                             if self._closed:
                                 return
                     pos = nl + 1
+                    nl = chunk.find(b"\n", pos)
                 if pos < len(chunk):
                     pending.append(chunk[pos:])
             tail = b"".join(pending)
