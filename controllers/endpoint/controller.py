@@ -24,6 +24,7 @@ from controllers.endpoint.desired import (
     string_map,
 )
 from controllers.endpoint.json_values import as_map as _map
+from controllers.endpoint.json_values import meta_of as _meta
 from controllers.endpoint.membership import (
     pod_service_memberships,
     services_to_update_on_pod_change,
@@ -85,10 +86,6 @@ class StaleEndpointsCacheError(InformersError):
     once the cache has caught up (endpoints_controller.go: "endpoints informer cache is out of
     date").
     """
-
-
-def _meta(obj: Any) -> Mapping[str, Any]:
-    return _map(_map(obj).get("metadata"))
 
 
 def _informer_and_lister(source: Any, plural: str) -> tuple[Any, Any]:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from controllers.endpoint.controller import LEADER_ELECTION_ANNOTATION
+from controllers.endpoint.json_values import meta_of as _meta
 from controllers.endpoint.repack import subsets_equal_ignore_resource_version
 from controllers.endpoint.subsets import compute_subsets
 from informers.api_call import api_call
@@ -288,11 +289,6 @@ class DemoWorkload:
 def _items(api_client: Any, namespace: str, plural: str) -> list[dict[str, Any]]:
     answer = api_call(api_client, "GET", f"/api/v1/namespaces/{quote(namespace, safe='')}/{plural}")
     return [i for i in answer.get("items") or [] if isinstance(i, dict)]
-
-
-def _meta(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def convergence_problems(api_client: Any, namespace: str = DEMO_NAMESPACE) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["as_map"]
+__all__ = ["as_map", "meta_of"]
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -20,3 +20,8 @@ def as_map(value: Any) -> Mapping[str, Any]:
     if value.__class__ is dict:
         return value
     return value if isinstance(value, Mapping) else _EMPTY
+
+
+def meta_of(obj: Any) -> Mapping[str, Any]:
+    """``obj["metadata"]`` if ``obj`` and it are mappings, else an empty mapping (shared)."""
+    return as_map(as_map(obj).get("metadata"))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controllers.endpoint.desired import string_map
+from controllers.endpoint.json_values import meta_of as _meta
 from informers.labels import selector_from_validated_set
 
 __all__ = ["POD_LABEL_INDEX", "PodSelector", "pod_label_index_func"]
@@ -24,11 +25,6 @@ logger = logging.getLogger(__name__)
 POD_LABEL_INDEX = "endpoint-controller/label"
 """Pod index the controller adds: ``namespace/key=value`` per string label (unambiguous:
 namespaces hold no ``/`` and label keys and values no ``=``)."""
-
-
-def _meta(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def pod_label_index_func(obj: Any) -> list[str]:

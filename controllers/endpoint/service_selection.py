@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controllers.endpoint.desired import string_map
+from controllers.endpoint.json_values import meta_of as _meta
 from controllers.endpoint.membership import valid_selector
 from informers.labels import EVERYTHING
 
@@ -28,11 +29,6 @@ SERVICE_SELECTOR_INDEX = "endpoint-controller/selector"
 """Service index the controller adds: ``namespace/key=value`` for the smallest pair of a
 Service's selector, ``namespace/`` for an empty selector (selects every pod), nothing for a
 missing or malformed one (selects none)."""
-
-
-def _meta(obj: Any) -> Mapping[str, Any]:
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    return meta if isinstance(meta, Mapping) else {}
 
 
 def service_selector_index_func(obj: Any) -> list[str]:
