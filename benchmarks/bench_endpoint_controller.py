@@ -37,8 +37,9 @@ from typing import Any
 
 from benchmarks.pods import make_pod
 from controllers.endpoint.cli import EndpointControllerCommand, parse_args
-from informers.api_call import api_call
-from informers.list_watch import ListOptions, ListWatch
+from informers.client import list_watch_from_client
+from informers.client.api_call import api_call
+from informers.list_watch import ListOptions
 from informers.resources import lookup
 
 NAMESPACE = "default"
@@ -156,7 +157,7 @@ class Watcher:
 
     def __init__(self, api_client: Any, plural: str,
                  on_event: Callable[[float, str, dict[str, Any]], None]) -> None:
-        self._lw = ListWatch.from_client(api_client, lookup(plural), namespace=NAMESPACE)
+        self._lw = list_watch_from_client(api_client, lookup(plural), namespace=NAMESPACE)
         self._on_event = on_event
         self._stream: Any = None
         self._thread = threading.Thread(target=self._run, name=f"bench-watch-{plural}",
@@ -322,7 +323,7 @@ def run(pods: int, services: int, workers: int, rate: float, seconds: float,
         for _ in range(3):  # the best of three
             begin = time.perf_counter()
             for plural in ("pods", "services", "endpoints"):
-                ListWatch.from_client(client, lookup(plural), namespace=NAMESPACE).list(
+                list_watch_from_client(client, lookup(plural), namespace=NAMESPACE).list(
                     ListOptions())
             list_baseline = min(list_baseline, time.perf_counter() - begin)
         watchers = [Watcher(client, "endpoints", tracker.on_endpoints),

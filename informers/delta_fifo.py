@@ -25,6 +25,7 @@ __all__ = [
     "DeltaFIFO",
     "DeltaType",
     "Deltas",
+    "InitialPopulationHook",
     "KeyListerGetter",
     "TransformFunc",
 ]
@@ -58,6 +59,24 @@ class Delta(NamedTuple):
 
 
 Deltas = list[Delta]
+
+
+class InitialPopulationHook(Protocol):
+    """Told about the first ``replace`` of a :class:`DeltaFIFO` and its processing (the
+    informer's opt-in memory tuning, :class:`informers.memory.InitialSyncGC`, is one).
+
+    Every method runs under the FIFO's lock, so nothing observes ``has_synced()`` in between.
+    """
+
+    def started(self) -> None:
+        """The first ``replace`` is about to queue its items."""
+
+    def processed(self) -> None:
+        """The first ``replace``'s last item was processed (or it queued none);
+        ``has_synced()`` turns true right after."""
+
+    def failed(self) -> None:
+        """The first ``replace`` raised; the next ``replace`` is the first again."""
 """Changes of one key, oldest first."""
 
 TransformFunc = Callable[[Any], Any]
@@ -133,6 +152,8 @@ class DeltaFIFO:
             thread differs, and it saves a thread wake-up per item when the queue runs empty
             (0.1-0.2 ms on a busy two-core machine, ``benchmarks/bench_real.py``). Not in
             client-go, whose goroutine hand-off costs nothing. Default ``False``.
+        initial_population_hook: told when the first ``replace`` starts, fails, or has had
+            its last item processed (see :class:`InitialPopulationHook`). Default none.
     """
 
     def __init__(
@@ -142,6 +163,7 @@ class DeltaFIFO:
         emit_delta_type_replaced: bool = False,
         transformer: TransformFunc | None = None,
         direct_handoff: bool = False,
+        initial_population_hook: InitialPopulationHook | None = None,
     ) -> None:
         self._key_func = key_func
         self._known = known_objects
@@ -163,6 +185,7 @@ class DeltaFIFO:
         # With direct_handoff: the process functions of the pops blocked in wait().
         self._idle_processes: builtins.list[Callable[[str, Deltas, bool], Any]] = []
         self._handing_off = False
+        self._initial_hook = initial_population_hook
 
     # -- keys ----------------------------------------------------------------------------------
 
@@ -232,6 +255,22 @@ class DeltaFIFO:
         :meth:`has_synced`. Every object's key is computed before anything is queued, so a bad
         object raises :class:`KeyFuncError` with the queue unchanged.
         """
+        hook = self._initial_hook
+        if hook is None:
+            self._replace(objects)
+            return
+        with self._lock:  # nobody sees has_synced() between the replace and the hook
+            hook.started()
+            try:
+                self._replace(objects)
+            except BaseException:
+                hook.failed()
+                raise
+            if self._initial_population_count == 0:  # an empty list: nothing to process
+                self._initial_hook = None
+                hook.processed()
+
+    def _replace(self, objects: Iterable[Any]) -> None:
         objects = list(objects)
         # The keys first, in a list of their own (no (key, object) pair per object); the
         # strings are the ones pop_keyed hands over, which an informer keeps for its cache.
@@ -426,6 +465,9 @@ class DeltaFIFO:
             # After process, so has_synced never turns true while the last initial item
             # is still being applied (client-go RealFIFO.Pop).
             if self._initial_population_count > 0:
+                if self._initial_population_count == 1 and self._initial_hook is not None:
+                    hook, self._initial_hook = self._initial_hook, None
+                    hook.processed()
                 self._initial_population_count -= 1
 
     def _idle_consumer_locked(self) -> Callable[[str, Deltas, bool], Any] | None:

@@ -12,9 +12,8 @@ from typing import Any
 __all__ = [
     "AlreadyStartedError",
     "CacheMutationError",
-    "ControlPlaneError",
+    "CacheSyncTimeoutError",
     "FIFOClosedError",
-    "GoMissingError",
     "IndexConflictError",
     "IndexFuncError",
     "IndexNotFoundError",
@@ -26,7 +25,6 @@ __all__ = [
     "LeaderElectionLostError",
     "LeaseNotInitializedError",
     "NotFoundError",
-    "PatchError",
     "ResponseDecodeError",
     "SelectorError",
     "StatusError",
@@ -328,15 +326,24 @@ def is_connection_refused(err: BaseException | None) -> bool:
     return isinstance(err, ApiConnectionError) and err.refused
 
 
-class PatchError(InformersError, ValueError):
-    """A JSON patch (RFC 6902) or merge patch (RFC 7386) that cannot be applied: a bad
-    operation, a missing path, a failed ``test``. The message names the operation and path."""
+class CacheSyncTimeoutError(InformersError, TimeoutError):
+    """Caches did not sync within the time allowed (controller-runtime's
+    ``CacheSyncTimeout``: "timed out waiting for cache to be synced").
 
+    The message names every cache that had not synced and its reflector's last error.
 
-class ControlPlaneError(InformersError, RuntimeError):
-    """The real control plane of the tests (:mod:`informers.testing.control_plane`) could not
-    be built, started or probed; the message quotes the log."""
+    Attributes:
+        unsynced: name -> the last list-or-watch error of each cache that had not synced
+            (``None`` where there was none, e.g. a list still in progress).
+        timeout: the seconds that were allowed.
+    """
 
-
-class GoMissingError(ControlPlaneError):
-    """The control plane binaries are not built and there is no ``go`` command to build them."""
+    def __init__(self, unsynced: dict[str, BaseException | None], timeout: float) -> None:
+        self.unsynced = dict(unsynced)
+        self.timeout = timeout
+        parts = [
+            name + (f" (last error: {err})" if err is not None else " (no error yet)")
+            for name, err in sorted(self.unsynced.items())
+        ]
+        super().__init__(
+            f"timed out after {timeout:g}s waiting for caches to sync: " + "; ".join(parts))

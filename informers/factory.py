@@ -21,11 +21,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from informers.client import list_watch_for_resource, list_watch_from_client
 from informers.clock import REAL_CLOCK, Clock
 from informers.delta_fifo import TransformFunc
 from informers.keys import NAMESPACE_INDEX, meta_namespace_index_func
 from informers.list_watch import ListOptions, ListWatch
 from informers.listers import Lister
+from informers.memory import MemoryTuning
+from informers.reflector_options import ReflectorOptions
 from informers.resources import Resource, lookup
 from informers.shared_informer import _DEFAULT_TRANSFORM, SharedIndexInformer
 from informers.wait import wait_for_cache_sync
@@ -254,7 +257,10 @@ class SharedInformerFactory:
         custom_resync: resync period per resource (a :class:`Resource`, ``"pods"`` or
             ``"deployments.apps"``), overriding ``resync_period`` (``WithCustomResyncConfig``).
         detect_mutations: the informers' mutation detector (``None``: the environment).
-        informer_options: more keyword arguments for every informer (reflector options).
+        reflector_options: for every informer's reflector
+            (:class:`~informers.reflector_options.ReflectorOptions`; default client-go's).
+        memory_tuning: opt-in, process-wide GC and C-heap tuning for every informer
+            (:class:`~informers.memory.MemoryTuning`); ``None`` (default) touches neither.
     """
 
     def __init__(
@@ -268,7 +274,8 @@ class SharedInformerFactory:
         clock: Clock = REAL_CLOCK,
         custom_resync: Mapping[Resource | str, float] | None = None,
         detect_mutations: bool | None = None,
-        informer_options: Mapping[str, Any] | None = None,
+        reflector_options: ReflectorOptions | None = None,
+        memory_tuning: MemoryTuning | None = None,
     ) -> None:
         self.api_client = api_client
         self.resync_period = resync_period
@@ -278,7 +285,8 @@ class SharedInformerFactory:
         self._clock = clock
         self._custom_resync = dict(custom_resync or {})
         self._detect_mutations = detect_mutations
-        self._informer_options = dict(informer_options or {})
+        self._reflector_options = reflector_options
+        self.memory_tuning = memory_tuning
         self._lock = threading.Lock()
         self._informers: dict[_GVR, SharedIndexInformer] = {}
         self._resources: dict[_GVR, Resource] = {}
@@ -350,7 +358,8 @@ class SharedInformerFactory:
             transform=self._transform,
             name=resource.group_resource,
             detect_mutations=self._detect_mutations,
-            **self._informer_options,
+            memory_tuning=self.memory_tuning,
+            reflector_options=self._reflector_options,
         )
 
     def informer_for(self, resource: ResourceRef) -> SharedIndexInformer:
@@ -366,7 +375,7 @@ class SharedInformerFactory:
         with self._lock:
             inf = self._informers.get(key)
             if inf is None:
-                lw = ListWatch.from_client(
+                lw = list_watch_from_client(
                     self.api_client, res, namespace=self.namespace, tweak=self.tweak_list_options
                 )
                 inf = self._new_informer(res, lw)
@@ -401,7 +410,7 @@ class SharedInformerFactory:
             if kind is not None and namespaced is not None:
                 res = Resource(group, version, plural, kind, namespaced)
             else:
-                lw = ListWatch.for_resource(
+                lw = list_watch_for_resource(
                     self.api_client,
                     group,
                     version,
@@ -503,21 +512,22 @@ class SharedInformerFactory:
         passes (on the factory's clock) or the factory shuts down.
 
         Returns:
-            ``{resource name: synced}`` for every started informer, e.g. ``{"pods": True}``.
+            ``{resource name: synced}`` for every started informer, e.g. ``{"pods": True}``
+            (``False`` for those not synced when the wait was stopped).
+
+        Raises:
+            CacheSyncTimeoutError: the timeout passed first; it names every informer that had
+                not synced and its last list-or-watch error.
         """
         with self._lock:
             started = {
                 self._resources[k].group_resource: self._informers[k] for k in self._started
             }
         stop = stop_event if stop_event is not None else self._shutdown
-        deadline = None if timeout is None else self._clock.now() + timeout
-        result: dict[str, bool] = {}
-        for name, inf in sorted(started.items()):
-            remaining = None if deadline is None else max(deadline - self._clock.now(), 0.0)
-            result[name] = wait_for_cache_sync(
-                stop, inf.has_synced, clock=self._clock, timeout=remaining
-            )
-        return result
+        informers = [inf for _, inf in sorted(started.items())]
+        wait_for_cache_sync(stop, *(inf.has_synced for inf in informers), clock=self._clock,
+                            timeout=timeout)
+        return {name: inf.has_synced() for name, inf in sorted(started.items())}
 
     def shutdown(self) -> None:
         """Stop every informer and join every thread the factory started. Idempotent."""

@@ -28,6 +28,7 @@ __all__ = [
     "meta_namespace_index_func",
     "meta_namespace_key_func",
     "split_meta_namespace_key",
+    "unwrap_tombstone",
 ]
 
 KeyFunc = Callable[[Any], str]
@@ -185,3 +186,11 @@ def meta_namespace_index_func(obj: Any) -> list[str]:
     else:
         reason = f"object has no meta: 'metadata' is a {type(obj['metadata']).__name__}, not a dict"
     raise KeyFuncError(f"couldn't compute the namespace index of object: {reason}", obj)
+
+
+def unwrap_tombstone(obj: Any) -> Any:
+    """The object a delete notification is about: a tombstone's last known state (which may
+    be stale or ``None``), or ``obj`` itself."""
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.obj
+    return obj

@@ -1,18 +1,14 @@
-"""Lists and watches one resource on the API server, decoding the bytes straight to dicts.
-
-This is client-go's ``cache.ListWatch`` plus the part of its REST client an informer needs:
+"""The list-and-watch protocol between a reflector and an API server (client-go
+``cache.ListWatch``, ``tools/cache/listwatch.go``), and its types.
 
 * :class:`ListOptions`, :class:`ListResult`, :class:`WatchEvent`, the :class:`WatchStream`
   protocol and :class:`CancelToken` are the types shared by the reflector and every ListWatch;
-* :class:`ListWatch` wraps a list function and a watch function (hand-made ones in tests), and
-  :meth:`ListWatch.from_client` / :meth:`ListWatch.for_resource` build both on the official
-  ``kubernetes`` client's ``ApiClient`` (its configuration, authentication, TLS and connection
-  pool) without ever building the client's model objects: the response bytes are decoded
-  straight to dicts (:mod:`informers.decoder`);
+* :class:`ListWatch` wraps a list function and a watch function (hand-made ones in tests);
 * :class:`ListPager` gathers a paginated list (client-go ``tools/pager``).
 
-The HTTP side (requests, status errors, the incremental watch reader) lives in
-:mod:`informers.raw_client`.
+This module knows no HTTP: the ListWatch that talks to an API server is
+:func:`informers.client.list_watch_from_client` (or
+:func:`~informers.client.list_watch_for_resource`).
 """
 
 from __future__ import annotations
@@ -22,13 +18,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from informers.errors import is_expired
-from informers.resources import Resource, lookup
-
-if TYPE_CHECKING:
-    from informers.raw_client import ClientListWatch
+from informers.resources import Resource
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -75,12 +68,14 @@ WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERRO
 class ListOptions:
     """Query options of one list or watch request (client-go ``metav1.ListOptions``).
 
-    ``None``, ``""``, ``0`` and ``False`` values are not sent. Two fields are client-side only:
-    ``read_timeout``, the socket read timeout for this request (``None``: the ListWatch's
-    default), and ``cancel``, a :class:`CancelToken` that aborts the request when cancelled
-    (the role of client-go's request context). The reflector passes one with every list and
-    watch and cancels it on stop; a list or watch function that ignores it delays the
-    reflector's stop until it returns.
+    ``None``, ``""``, ``0`` and ``False`` values are not sent. Three fields are client-side
+    only: ``read_timeout``, the socket read timeout for this request (``None``: the
+    ListWatch's default); ``cancel``, a :class:`CancelToken` that aborts the request when
+    cancelled (the role of client-go's request context; the reflector passes one with every
+    list and watch and cancels it on stop, and a list or watch function that ignores it
+    delays the reflector's stop until it returns); and ``progress``, which a list function
+    that decodes as the answer arrives may call, from the listing thread, with the number of
+    items of this request decoded so far (the reflector logs list progress from it).
     """
 
     resource_version: str | None = None
@@ -94,6 +89,7 @@ class ListOptions:
     send_initial_events: bool | None = None
     read_timeout: float | None = None
     cancel: CancelToken | None = None
+    progress: Callable[[int], None] | None = None
 
     def to_query(self, watch: bool = False) -> list[tuple[str, str]]:
         """The URL query parameters, in a stable order (``watch=true`` first for a watch)."""
@@ -231,19 +227,18 @@ TweakFunc = Callable[[ListOptions], None]
 class ListWatch:
     """A list function and a watch function for one resource (client-go ``cache.ListWatch``).
 
-    Thread-safe as far as its functions are: the client-based ones are (each call makes its
-    own request on the ``ApiClient``'s thread-safe connection pool).
+    Thread-safe as far as its functions are. A subclass may override :meth:`list` and
+    :meth:`watch` instead and pass ``None`` for both functions
+    (:class:`informers.client.ClientListWatch` does).
 
     Attributes:
         resource: what it lists, or ``None`` for a hand-made ListWatch.
     """
 
-    _client: ClientListWatch | None = None  # set by from_client
-
     def __init__(
         self,
-        list_func: ListFunc,
-        watch_func: WatchFunc,
+        list_func: ListFunc | None,
+        watch_func: WatchFunc | None,
         *,
         resource: Resource | None = None,
     ) -> None:
@@ -254,141 +249,40 @@ class ListWatch:
     @property
     def drop_managed_fields(self) -> bool:
         """Whether listed and watched objects come without ``metadata.managedFields``, never
-        decoded (see :meth:`from_client`). Always ``False`` for a hand-made ListWatch."""
-        return self._client is not None and self._client.drop_managed_fields
+        decoded. Always ``False`` for a hand-made ListWatch."""
+        return False
 
     @property
     def supports_drop_managed_fields(self) -> bool:
         """Whether :meth:`with_drop_managed_fields` can switch the option on: only a ListWatch
-        of :meth:`from_client` or :meth:`for_resource` decodes the bytes itself."""
-        return self._client is not None
+        that decodes the bytes itself can (:class:`informers.client.ClientListWatch`)."""
+        return False
 
     def with_drop_managed_fields(self, drop: bool = True) -> ListWatch:
-        """A copy of this ListWatch with the ``drop_managed_fields`` option set; this one is
-        left as it is (it may be shared).
+        """A copy of this ListWatch with the ``drop_managed_fields`` option set.
 
         Raises:
-            ValueError: ``drop`` for a hand-made ListWatch (see
+            ValueError: ``drop`` for a ListWatch that decodes no bytes (see
                 :attr:`supports_drop_managed_fields`).
         """
-        client = self._client
-        if client is None:
-            if drop:
-                raise ValueError(f"{self!r} decodes no bytes: it cannot drop managedFields")
-            return self
-        return self._of_client(client.with_drop_managed_fields(drop))
-
-    @classmethod
-    def _of_client(cls, client: ClientListWatch) -> ListWatch:
-        lw = cls(client.list, client.watch, resource=client.resource)
-        lw._client = client
-        return lw
+        if drop:
+            raise ValueError(f"{self!r} decodes no bytes: it cannot drop managedFields")
+        return self
 
     def list(self, options: ListOptions) -> ListResult:
         """One list request. Raises StatusError or ApiConnectionError."""
+        if self._list_func is None:
+            raise NotImplementedError(f"{self!r} has no list function")
         return self._list_func(options)
 
     def watch(self, options: ListOptions) -> WatchStream:
         """Open one watch. Raises StatusError or ApiConnectionError if it cannot be opened."""
+        if self._watch_func is None:
+            raise NotImplementedError(f"{self!r} has no watch function")
         return self._watch_func(options)
 
     def __repr__(self) -> str:
         return f"ListWatch({self.resource or 'custom'})"
-
-    @classmethod
-    def from_client(
-        cls,
-        api_client: Any,
-        resource: Resource | str | tuple[str, str, str],
-        namespace: str | None = None,
-        field_selector: str | None = None,
-        label_selector: str | None = None,
-        tweak: TweakFunc | None = None,
-        *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        list_read_timeout: float = DEFAULT_LIST_READ_TIMEOUT,
-        drop_managed_fields: bool = False,
-    ) -> ListWatch:
-        """A ListWatch over HTTP for a built-in (or explicitly described) resource.
-
-        client-go ``NewFilteredListWatchFromClient``: the selectors are set on every list and
-        watch, then ``tweak`` may change any option (client-go's ``tweakListOptions``).
-
-        Args:
-            api_client: a ``kubernetes.client.ApiClient`` (configuration, auth, TLS, pool).
-            resource: a :class:`Resource` or a name for :func:`informers.resources.lookup`.
-            namespace: limit to one namespace; ``None`` or ``""`` for all namespaces.
-            field_selector: e.g. ``"spec.nodeName=node-1"``.
-            label_selector: e.g. ``"app=web"``.
-            tweak: called with a copy of the options of every list and watch.
-            connect_timeout: seconds to establish a connection.
-            list_read_timeout: seconds a list may wait for the next bytes of its answer.
-            drop_managed_fields: leave ``metadata.managedFields`` out of every listed item and
-                watched object, without decoding it where possible (the server's
-                bookkeeping of who set which field, about 40 % of a typical pod's JSON):
-                measured on 7 KB pods, a list decodes in 35-50 % less time and the cached
-                objects take 45 % less memory. The objects are otherwise exactly as decoded
-                in full (:func:`informers.decoder.decode`). A SharedIndexInformer switches it
-                on by itself when its transform is the default one, which drops them anyway.
-
-        Raises:
-            KeyError: an unknown resource name.
-        """
-        from informers.raw_client import ClientListWatch
-
-        res = resource if isinstance(resource, Resource) else lookup(resource)
-        client = ClientListWatch(
-            api_client, res, namespace or None, field_selector, label_selector, tweak,
-            connect_timeout, list_read_timeout, drop_managed_fields,
-        )
-        return cls._of_client(client)
-
-    @classmethod
-    def for_resource(
-        cls,
-        api_client: Any,
-        group: str,
-        version: str,
-        plural: str,
-        namespace: str | None = None,
-        field_selector: str | None = None,
-        label_selector: str | None = None,
-        tweak: TweakFunc | None = None,
-        *,
-        kind: str | None = None,
-        namespaced: bool | None = None,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        list_read_timeout: float = DEFAULT_LIST_READ_TIMEOUT,
-        drop_managed_fields: bool = False,
-    ) -> ListWatch:
-        """A ListWatch for any resource, custom ones included.
-
-        The kind and scope come from ``kind``/``namespaced`` when given, else from the built-in
-        table, else from the server's discovery document (``GET /apis/<group>/<version>``).
-        If discovery fails, a warning is logged and the resource is taken as namespaced with an
-        unknown kind (``""``, which disables the reflector's kind check). The other arguments
-        are :meth:`from_client`'s.
-        """
-        from informers.raw_client import discover
-
-        try:
-            res: Resource | None = lookup((group, version, plural))
-        except KeyError:
-            res = None
-        if res is None or kind is not None or namespaced is not None:
-            if kind is None or namespaced is None:
-                found_kind, found_ns = discover(api_client, group, version, plural,
-                                                connect_timeout, list_read_timeout)
-                if res is not None:
-                    found_kind, found_ns = res.kind, res.namespaced
-                kind = found_kind if kind is None else kind
-                namespaced = found_ns if namespaced is None else namespaced
-            res = Resource(group, version, plural, kind, namespaced)
-        return cls.from_client(
-            api_client, res, namespace, field_selector, label_selector, tweak,
-            connect_timeout=connect_timeout, list_read_timeout=list_read_timeout,
-            drop_managed_fields=drop_managed_fields,
-        )
 
 
 # -- pagination ------------------------------------------------------------------------------------

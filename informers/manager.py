@@ -35,6 +35,7 @@ from informers.leaderelection import (
     LeaseLock,
 )
 from informers.leaderelection import MetricsProvider as LeaderElectionMetricsProvider
+from informers.memory import MemoryTuning
 from informers.signals import SignalHandler
 
 __all__ = [
@@ -168,6 +169,9 @@ class Manager:
             ``metrics=PrometheusMetricsProvider(registry)`` (see :attr:`metrics_provider`).
         clock: time source of the shutdown timeout, the elector and a factory it creates.
         shutdown_timeout: seconds the runnables get to stop (:data:`DEFAULT_SHUTDOWN_TIMEOUT`).
+        memory_tuning: opt-in, process-wide GC and C-heap tuning
+            (:class:`~informers.memory.MemoryTuning`) for the factory the manager creates;
+            ignored with ``factory`` (give it to that factory). ``None``: none.
 
     Raises:
         ValueError: leader election without an API client, or a bad ``health_address``.
@@ -185,9 +189,10 @@ class Manager:
         metrics_registry: Any = None,
         clock: Clock = REAL_CLOCK,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        memory_tuning: MemoryTuning | None = None,
     ) -> None:
         if factory is None and api_client is not None:
-            factory = SharedInformerFactory(api_client, clock=clock)
+            factory = SharedInformerFactory(api_client, clock=clock, memory_tuning=memory_tuning)
         if api_client is None and factory is not None:
             api_client = factory.api_client
         self.api_client = api_client

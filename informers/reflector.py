@@ -46,8 +46,8 @@ every list and watch request (a request waiting for its answer or reading it is 
 the open watch stream, halt the resync thread; then it joins the worker, which joins the resync
 thread. So ``run`` returns only when every thread it started has ended, within the time a
 store call in progress takes, or at worst a connect timeout (30 s by default) if a connection
-is being established (see :mod:`informers.raw_client`). A list or watch function that ignores
-its ``cancel`` token delays this until it returns.
+is being established (see :mod:`informers.client.transport`). A list or watch function that
+ignores its ``cancel`` token delays this until it returns.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ from informers.errors import (
     is_too_large_resource_version,
     is_too_many_requests,
 )
-from informers.gc_pause import gc_paused
 from informers.keys import deletion_handling_meta_namespace_key_func
+from informers.list_progress import ListProgress
 from informers.list_watch import (
     DEFAULT_PAGE_SIZE,
     CancelToken,
@@ -82,6 +82,11 @@ from informers.list_watch import (
     ListWatch,
     WatchEvent,
     WatchStream,
+)
+from informers.memory import MemoryTuning, list_section
+from informers.reflector_options import (
+    DEFAULT_MIN_WATCH_TIMEOUT,
+    ReflectorOptions,
 )
 
 __all__ = [
@@ -95,9 +100,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_MIN_WATCH_TIMEOUT = 300.0
-"""client-go reflector.go ``defaultMinWatchTimeout`` (5 min); the maximum is twice the minimum."""
 
 INITIAL_EVENTS_ANNOTATION = "k8s.io/initial-events-end"
 """metav1 ``InitialEventsAnnotationKey``: marks the bookmark that ends a streaming list."""
@@ -151,9 +153,6 @@ class ReflectorMetrics:
     last_error: BaseException | None = None
 
 
-WatchErrorHandler = Callable[["Reflector", BaseException], None]
-
-
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
     """Log a list-and-watch failure (client-go ``DefaultWatchErrorHandler``).
 
@@ -205,25 +204,17 @@ class Reflector:
     Args:
         list_watch: the ListWatch to use.
         store: see :class:`StoreLike`.
+        options: page size, watch timeouts, error handler, backoff, streaming list, read
+            timeout: see :class:`~informers.reflector_options.ReflectorOptions` (default: all
+            client-go's defaults).
         name: for logs; default the resource's name.
         expected_kind: watch objects with a different ``kind`` are dropped and logged
             (objects without ``kind`` pass). Default ``list_watch.resource.kind``.
         resync_period: seconds between resync checks while watching; ``0`` disables.
         should_resync: asked before each resync; ``None`` means always.
         clock: every wait goes through it (use FakeClock in tests).
-        page_size: list page size; ``None``/``0`` applies client-go's policy (500 for
-            versions "" and "0", unpaginated otherwise unless the first list came back
-            paginated).
-        min_watch_timeout: honoured only if above 300 s (client-go ``MinWatchTimeout``); the
-            timeout of each watch is a random whole number of seconds in ``[min, 2*min)``.
-        watch_error_handler: called with list-and-watch errors; default
-            :func:`default_watch_error_handler`.
-        backoff: delays between attempts; default client-go's (0.8 s doubling to 30 s, jitter
-            1.0, reset after 2 min) on ``clock`` and ``rng``.
-        use_watch_list: try the streaming list first (client-go ``WatchListClient``).
-        read_timeout: client-side read timeout of each watch connection, so a silently dead
-            connection is noticed; ``None`` lets the ListWatch use ``timeoutSeconds + 30 s``.
-        rng: random source for watch timeouts (and the default backoff's jitter).
+        memory_tuning: with ``pause_gc_while_listing``, each list is decoded and stored with
+            the cyclic GC paused (:mod:`informers.memory`); ``None`` (default) touches no GC.
 
     Attributes:
         name: for logs and thread names.
@@ -236,19 +227,14 @@ class Reflector:
         self,
         list_watch: ListWatch,
         store: StoreLike,
+        options: ReflectorOptions | None = None,
         *,
         name: str | None = None,
         expected_kind: str | None = None,
         resync_period: float = 0.0,
         should_resync: Callable[[], bool] | None = None,
         clock: Clock = REAL_CLOCK,
-        page_size: int | None = None,
-        min_watch_timeout: float = DEFAULT_MIN_WATCH_TIMEOUT,
-        watch_error_handler: WatchErrorHandler | None = None,
-        backoff: Backoff | None = None,
-        use_watch_list: bool = False,
-        read_timeout: float | None = None,
-        rng: random.Random | None = None,
+        memory_tuning: MemoryTuning | None = None,
     ) -> None:
         resource = getattr(list_watch, "resource", None)
         self.list_watch = list_watch
@@ -260,19 +246,20 @@ class Reflector:
         self.type_description = expected_kind or (str(resource) if resource else "<unspecified>")
         self.resync_period = resync_period
         self.should_resync = should_resync
-        self.page_size = page_size or 0
-        if min_watch_timeout > DEFAULT_MIN_WATCH_TIMEOUT:
-            self.min_watch_timeout = min_watch_timeout
-        else:
-            self.min_watch_timeout = DEFAULT_MIN_WATCH_TIMEOUT
+        opts = options if options is not None else ReflectorOptions()
+        self.options = opts
+        self.page_size = opts.page_size or 0
+        self.min_watch_timeout = max(opts.min_watch_timeout, DEFAULT_MIN_WATCH_TIMEOUT)
         self.max_watch_timeout = 2 * self.min_watch_timeout
-        self.watch_error_handler = watch_error_handler or default_watch_error_handler
-        self.use_watch_list = use_watch_list
-        self.read_timeout = read_timeout
+        self.watch_error_handler = opts.watch_error_handler or default_watch_error_handler
+        self.use_watch_list = opts.use_watch_list
+        self.read_timeout = opts.read_timeout
+        self.memory_tuning = memory_tuning
         self.metrics = ReflectorMetrics()
         self._clock = clock
-        self._rng = rng if rng is not None else random.Random()
-        self.backoff = backoff if backoff is not None else Backoff(clock=clock, rng=self._rng)
+        self._rng = opts.rng if opts.rng is not None else random.Random()
+        self.backoff = (opts.backoff if opts.backoff is not None
+                        else Backoff(clock=clock, rng=self._rng))
         self._update_rv_hook = getattr(store, "update_resource_version", None)
         self._bookmark_hook = getattr(store, "bookmark", None)
 
@@ -459,7 +446,13 @@ class Reflector:
         return DEFAULT_PAGE_SIZE
 
     def _list_all(self, rv: str) -> tuple[ListResult, bool]:
-        pager = ListPager(self.list_watch.list, self._page_size_for(rv))
+        progress = ListProgress(self.name, self._clock)
+        pager = ListPager(progress.wrap(self.list_watch.list), self._page_size_for(rv))
+        result = self._list_pages(pager, rv)
+        progress.finish(len(result[0].items))
+        return result
+
+    def _list_pages(self, pager: ListPager, rv: str) -> tuple[ListResult, bool]:
         self.metrics.lists_total += 1
         try:
             return pager.list(ListOptions(resource_version=rv or None, cancel=self._cancel))
@@ -475,7 +468,7 @@ class Reflector:
 
     def _step_list(self) -> ReflectorState:
         rv = self.relist_resource_version()
-        with gc_paused():
+        with list_section(self.memory_tuning):
             try:
                 result, paginated = self._list_all(rv)
             except Exception as exc:
@@ -692,7 +685,7 @@ class Reflector:
         keep = False
         it = iter(stream)
         try:
-            with gc_paused():
+            with list_section(self.memory_tuning):
                 err, end_seen, bookmark_rv = self._consume(it, start, False, temp,
                                                            exit_on_end=True)
                 if self._halt.is_set():

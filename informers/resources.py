@@ -7,8 +7,8 @@ listers). :data:`BUILTIN_RESOURCES` covers the kinds the bundled controllers and
 factory's typed accessors use; :func:`lookup` finds one by name.
 
 Custom resources are described by building a :class:`Resource` directly, or through
-``ListWatch.for_resource`` (which asks the server's discovery endpoint when the resource is not
-built in).
+:func:`informers.client.list_watch_for_resource` (which asks the server's discovery endpoint
+when the resource is not built in).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ client-go ``tools/cache/shared_informer.go`` (``sharedIndexInformer``) and the p
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable
@@ -18,9 +19,9 @@ from informers.delta_fifo import DeltaFIFO, Deltas, DeltaType, TransformFunc
 from informers.errors import FIFOClosedError, InformerStartedError, InformerStoppedError
 from informers.handlers import ResourceEventHandler
 from informers.indexer import Indexer
-from informers.initial_sync_gc import FULL_COLLECTION_THRESHOLD, InformerFIFO, InitialSyncGC
 from informers.keys import Indexers, deletion_handling_meta_namespace_key_func
 from informers.list_watch import ListWatch
+from informers.memory import InitialSyncGC, MemoryTuning
 from informers.mutation_detector import CacheMutationDetector, mutation_detection_enabled
 from informers.processor_listener import (
     ADD,
@@ -30,11 +31,11 @@ from informers.processor_listener import (
     determine_resync_period,
 )
 from informers.reflector import Reflector, ReflectorMetrics
+from informers.reflector_options import ReflectorOptions
 from informers.shared_processor import SharedProcessor
 from informers.synchronous_listener import SynchronousListener
 
 __all__ = [
-    "FULL_COLLECTION_THRESHOLD",
     "MINIMUM_RESYNC_PERIOD",
     "ResourceEventHandlerRegistration",
     "SharedIndexInformer",
@@ -53,8 +54,7 @@ def strip_managed_fields(obj: Any) -> Any:
     """The default transform: drop ``metadata.managedFields`` in place and return ``obj``.
 
     controller-runtime ``cache.TransformStripManagedFields``. Server-side-apply bookkeeping is
-    rarely read by controllers and makes up about half of a typical pod's retained memory
-    (reference/perf-anchors.md section 6).
+    rarely read by controllers and makes up about half of a typical pod's retained memory.
     """
     if obj.__class__ is dict:
         meta = obj.get("metadata")
@@ -142,31 +142,30 @@ class SharedIndexInformer:
     * **Transform** (default :func:`strip_managed_fields`) runs exactly once per incoming
       object, when the FIFO queues it; never on resync ``Sync`` deltas or tombstones. With
       the default (or :func:`strip_managed_fields` itself) and a ListWatch that supports it
-      (one of :meth:`ListWatch.from_client <informers.list_watch.ListWatch.from_client>`),
+      (one of :func:`informers.client.list_watch_from_client`),
       the reflector gets a copy of the ListWatch with ``drop_managed_fields`` on, so the
       managedFields are never even decoded (about half the decode time and memory of a
       pod); the objects are the same. Any other transform sees the objects exactly as sent.
-    * **Garbage collector** (``gc_freeze``, default on): process-wide, the first sync ends
-      with ``gc.freeze()``, a third collection threshold of at least 100 (see the argument)
-      and the C heap's free pages returned to the system
-      (:func:`~informers.gc_pause.release_free_memory`), all before :meth:`has_synced` turns
-      true.
+    * **Garbage collector.** Untouched unless ``memory_tuning`` is given
+      (:class:`~informers.memory.MemoryTuning`: process-wide; the first list is decoded and
+      processed with the cyclic GC paused, and the first sync ends with ``gc.freeze()``, a
+      higher third threshold and ``malloc_trim``, all before :meth:`has_synced` turns true).
     * **Memory.** One key string per cached object, made by the DeltaFIFO and kept by the
       cache; a relisted object waits in the FIFO without a per-object delta or list; with
-      only the namespace index nothing else is kept per object. Measured with 10,000 cached
-      7 KB pods (``benchmarks/bench_informer.py``): 20.8 KB resident per pod, 0.15 KB above
-      the decoded objects alone (21.3 KB before these measures).
+      only the namespace index nothing else is kept per object.
     * **Thread safety.** Every public method may be called from any thread.
       :meth:`add_event_handler` blocks delta processing briefly while it queues a late
       handler's synthetic adds.
     * **Lifecycle.** :meth:`run` once; it blocks until ``stop_event`` is set, then stops the
       reflector (aborting its list or watch request) and the process loop, lets every
       listener deliver what it has queued, and joins every thread it started before
-      returning. A handler that never returns blocks that. The calling thread only waits for
-      ``stop_event``; a BaseException interrupting it (KeyboardInterrupt) gets the same
-      clean-up before it propagates. Threads: the reflector's (``reflector-<name>``, and
-      ``-resync``), the process loop (``informer-<name>-process``), one per handler
-      (``informer-<name>-handler-<n>``), and the mutation detector's if enabled.
+      returning; a handler that never returns blocks that. The cache stays readable after the stop;
+      the informer drops its listeners (and so the handlers, which often refer back to it), so no
+      reference cycle keeps a stopped informer alive, which matters after ``gc.freeze()``. The
+      calling thread only waits for ``stop_event``; a BaseException interrupting it
+      (KeyboardInterrupt) gets the same clean-up before it propagates. Threads: the reflector's
+      (``reflector-<name>``, and ``-resync``), the process loop (``informer-<name>-process``), one
+      per handler (``informer-<name>-handler-<n>``), and the mutation detector's if enabled.
 
     Args:
         list_watch: lists and watches the resource.
@@ -182,18 +181,10 @@ class SharedIndexInformer:
         detect_mutations: keep deep copies of cached objects and compare them (debug);
             ``None``: the ``KUBE_CACHE_MUTATION_DETECTOR`` environment variable decides.
         mutation_failure_func: what the mutation detector calls instead of raising.
-        gc_freeze: once the first list has been processed (with the cyclic GC paused from its
-            decode to the end of its processing), move every live object to the GC's
-            permanent generation (``gc.freeze()``), so collections never traverse the initial
-            cache again, and raise the collector's third threshold to at least
-            :data:`FULL_COLLECTION_THRESHOLD` (100), so that full collections stay rare while
-            watch events replace cached objects. Both are process-wide: cyclic garbage that
-            exists at the freeze is never collected (``gc.unfreeze()`` undoes it), and later
-            cyclic garbage that survives two collections waits for a full collection, now run
-            up to 10 times less often (``gc.set_threshold`` undoes it). ``False`` does
-            neither and only resumes the collector.
-        **reflector_options: passed to :class:`~informers.reflector.Reflector` (``page_size``,
-            ``min_watch_timeout``, ``backoff``, ``use_watch_list``, ``read_timeout``, ...).
+        memory_tuning: opt-in, process-wide GC and C-heap tuning for large caches (see
+            :class:`~informers.memory.MemoryTuning`); ``None`` (default) touches neither.
+        reflector_options: passed to the :class:`~informers.reflector.Reflector`
+            (:class:`~informers.reflector_options.ReflectorOptions`; default client-go's).
     """
 
     def __init__(
@@ -207,8 +198,8 @@ class SharedIndexInformer:
         name: str | None = None,
         detect_mutations: bool | None = None,
         mutation_failure_func: Callable[[str], None] | None = None,
-        gc_freeze: bool = True,
-        **reflector_options: Any,
+        memory_tuning: MemoryTuning | None = None,
+        reflector_options: ReflectorOptions | None = None,
     ) -> None:
         self._list_watch = list_watch
         resource = getattr(list_watch, "resource", None)
@@ -222,11 +213,8 @@ class SharedIndexInformer:
         )
         self._resync_check_period = float(resync_period)
         self._default_handler_resync_period = float(resync_period)
-        self._gc_freeze = gc_freeze
-        self._reflector_options = reflector_options
-        self._watch_error_handler: Callable[[Any, BaseException], None] | None = (
-            reflector_options.pop("watch_error_handler", None)
-        )
+        self._memory_tuning = memory_tuning
+        self._reflector_options = reflector_options or ReflectorOptions()
         self._detector: CacheMutationDetector | None = None
         if mutation_detection_enabled(detect_mutations):
             self._detector = CacheMutationDetector(
@@ -263,7 +251,8 @@ class SharedIndexInformer:
         with self._started_lock:
             if self._started:
                 raise InformerStartedError("informer has already started")
-            self._watch_error_handler = handler
+            self._reflector_options = dataclasses.replace(
+                self._reflector_options, watch_error_handler=handler)
 
     # -- handlers ------------------------------------------------------------------------------
 
@@ -409,7 +398,8 @@ class SharedIndexInformer:
 
     def has_synced(self) -> bool:
         """True once the first list has been applied to the cache and its notifications queued
-        (and, with ``gc_freeze``, the initial-sync GC pause ended, see the class docstring)."""
+        (and, with ``memory_tuning``, the initial-sync GC pause ended, see the class
+        docstring)."""
         fifo = self._fifo
         return fifo is not None and fifo.has_synced()
 
@@ -417,6 +407,12 @@ class SharedIndexInformer:
         """The resourceVersion of the last list or watch event applied (``""`` before)."""
         reflector = self._reflector
         return reflector.last_sync_resource_version() if reflector is not None else ""
+
+    def last_sync_error(self) -> BaseException | None:
+        """The reflector's last list-or-watch error (``None`` before :meth:`run` or before any
+        error); it is not cleared by a later success, so read it with :meth:`has_synced`."""
+        reflector = self._reflector
+        return reflector.metrics.last_error if reflector is not None else None
 
     def reflector_metrics(self) -> ReflectorMetrics | None:
         """The list and watch counters of this informer's reflector (``None`` before
@@ -449,19 +445,17 @@ class SharedIndexInformer:
         return lw
 
     def _new_reflector(self, fifo: DeltaFIFO) -> Reflector:
-        options = dict(self._reflector_options)
-        if self._watch_error_handler is not None:
-            options["watch_error_handler"] = self._watch_error_handler
-        if self._resource is not None and "expected_kind" not in options and self._resource.kind:
-            options["expected_kind"] = self._resource.kind
+        resource = self._resource
         return Reflector(
             self._reflector_list_watch(),
             fifo,
+            self._reflector_options,
             name=self.name,
+            expected_kind=resource.kind if resource is not None and resource.kind else None,
             resync_period=self._resync_check_period,
             should_resync=self._processor.should_resync,
             clock=self._clock,
-            **options,
+            memory_tuning=self._memory_tuning,
         )
 
     def run(self, stop_event: threading.Event) -> None:
@@ -478,14 +472,15 @@ class SharedIndexInformer:
                     self.name,
                 )
                 return
-            initial_gc = InitialSyncGC(self.name, self._gc_freeze)
-            fifo: DeltaFIFO = InformerFIFO(
-                initial_gc,
+            tuning = self._memory_tuning
+            initial_gc = InitialSyncGC(self.name, tuning) if tuning is not None else None
+            fifo = DeltaFIFO(
                 key_func=deletion_handling_meta_namespace_key_func,
                 known_objects=self._indexer,
                 emit_delta_type_replaced=True,
                 transformer=self._transform,
                 direct_handoff=True,
+                initial_population_hook=initial_gc,
             )
             reflector = self._new_reflector(fifo)
             self._fifo = fifo
@@ -506,7 +501,7 @@ class SharedIndexInformer:
         process_halt = threading.Event()
         process_thread = threading.Thread(
             target=self._process_loop,
-            args=(fifo, process_halt, initial_gc),
+            args=(fifo, process_halt),
             name=f"informer-{self.name}-process",
             daemon=True,
         )
@@ -520,7 +515,8 @@ class SharedIndexInformer:
             process_halt.set()
             fifo.close()
             process_thread.join()
-            initial_gc.done(freeze=False)  # stopped before the initial sync: just resume
+            if initial_gc is not None:
+                initial_gc.stopped()  # stopped before the initial sync: just resume
             with self._started_lock:
                 self._stopped = True
             self._processor.stop()
@@ -528,21 +524,12 @@ class SharedIndexInformer:
             if detector_thread is not None:
                 detector_thread.join()
 
-    def _process_loop(
-        self, fifo: DeltaFIFO, halt: threading.Event, initial_gc: InitialSyncGC
-    ) -> None:
+    def _process_loop(self, fifo: DeltaFIFO, halt: threading.Event) -> None:
         """Pop and apply deltas until ``halt`` is set or the FIFO is closed and empty (the
-        thread ``informer-<name>-process``).
-
-        Ends the initial-sync GC pause as soon as the first list has been processed.
-        """
+        thread ``informer-<name>-process``)."""
         pop = fifo.pop_keyed
         handle = self._handle_deltas
-        synced = False
         while not halt.is_set():
-            if not synced and fifo.has_synced():  # never turns false again: stop asking
-                synced = True
-                initial_gc.done()
             try:
                 pop(handle)
             except FIFOClosedError:

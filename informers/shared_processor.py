@@ -88,8 +88,10 @@ class SharedProcessor:
         """Let every listener deliver what it has queued, then join their threads.
 
         Blocks until every handler call in progress and queued has returned (as client-go's
-        processor waits for its listeners); a handler that never returns blocks this.
-        Idempotent.
+        processor waits for its listeners); a handler that never returns blocks this. Then
+        the listeners are dropped: their handlers often refer back to the informer, and a
+        stopped informer must not be kept alive by that cycle (``gc.freeze()`` would make it
+        permanent). Idempotent.
         """
         with self._lock:
             self._stopped = True
@@ -98,6 +100,8 @@ class SharedProcessor:
             listener.stop()
         for listener in listeners:
             listener.join()
+        with self._lock:
+            self._listeners = ()
 
     def should_resync(self) -> bool:
         """Mark the listeners whose resync is due; return whether any is.

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
+from informers.errors import CacheSyncTimeoutError
 
 __all__ = ["SYNCED_POLL_PERIOD", "wait_for_cache_sync", "wait_for_named_cache_sync"]
 
@@ -31,8 +33,13 @@ def wait_for_cache_sync(
         timeout: seconds to wait at most (``None``: no limit; client-go has none).
 
     Returns:
-        ``True`` if every function returned true; ``False`` if ``stop_event`` was set or the
-        timeout passed first (client-go logs "stop requested" and returns false).
+        ``True`` if every function returned true; ``False`` if ``stop_event`` was set first
+        (client-go logs "stop requested" and returns false).
+
+    Raises:
+        CacheSyncTimeoutError: the timeout passed first. It names the caches that had not
+            synced (the ``name`` of a bound method's owner, such as an informer, else the
+            function) and their last error (the owner's ``last_sync_error()``, if it has one).
     """
     stop = stop_event if stop_event is not None else threading.Event()
     deadline = None if timeout is None else clock.now() + timeout
@@ -46,14 +53,31 @@ def wait_for_cache_sync(
         if deadline is not None:
             remaining = deadline - clock.now()
             if remaining <= 0:
-                logger.info("timed out waiting for caches to sync")
-                return False
+                raise CacheSyncTimeoutError(
+                    {_name_of(fn): _last_error_of(fn) for fn in has_synced_funcs if not fn()},
+                    timeout or 0.0)
             wait = min(wait, remaining)
         if clock.sleep(wait, stop):
             if all(fn() for fn in has_synced_funcs):
                 return True
             logger.info("stop requested while waiting for caches to sync")
             return False
+
+
+def _name_of(fn: Callable[[], bool]) -> str:
+    owner: Any = getattr(fn, "__self__", None)
+    name = getattr(owner, "name", None)
+    if isinstance(name, str):
+        return name
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _last_error_of(fn: Callable[[], bool]) -> BaseException | None:
+    last = getattr(getattr(fn, "__self__", None), "last_sync_error", None)
+    if not callable(last):
+        return None
+    err = last()
+    return err if isinstance(err, BaseException) else None
 
 
 def wait_for_named_cache_sync(
@@ -63,9 +87,18 @@ def wait_for_named_cache_sync(
     clock: Clock = REAL_CLOCK,
     timeout: float | None = None,
 ) -> bool:
-    """:func:`wait_for_cache_sync` with client-go's log lines naming the controller."""
+    """:func:`wait_for_cache_sync` with client-go's log lines naming the controller.
+
+    Raises:
+        CacheSyncTimeoutError: as :func:`wait_for_cache_sync`.
+    """
     logger.info('Waiting for caches to sync for "%s"', controller_name)
-    if not wait_for_cache_sync(stop_event, *has_synced_funcs, clock=clock, timeout=timeout):
+    try:
+        synced = wait_for_cache_sync(stop_event, *has_synced_funcs, clock=clock, timeout=timeout)
+    except CacheSyncTimeoutError as err:
+        logger.error('unable to sync caches for "%s": %s', controller_name, err)
+        raise
+    if not synced:
         logger.error('unable to sync caches for "%s"', controller_name)
         return False
     logger.info('Caches are synced for "%s"', controller_name)

@@ -56,3 +56,16 @@ def drain(q: queue.Queue[T]) -> list[T]:
             out.append(q.get_nowait())
         except queue.Empty:
             return out
+
+
+def split_options(kwargs: dict[str, Any], **defaults: Any) -> tuple[Any, dict[str, Any]]:
+    """Split a test's keyword arguments into a ReflectorOptions (its fields, over
+    ``defaults``) and the Reflector's other keyword arguments."""
+    import dataclasses
+
+    from informers.reflector_options import ReflectorOptions
+
+    names = {f.name for f in dataclasses.fields(ReflectorOptions)}
+    options = {**defaults, **{k: v for k, v in kwargs.items() if k in names}}
+    rest = {k: v for k, v in kwargs.items() if k not in names}
+    return ReflectorOptions(**options), rest

@@ -1,4 +1,4 @@
-"""Tests for informers.api_call through the embedded API server."""
+"""Tests for informers.client.api_call through the embedded API server."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 import pytest
 from kubernetes import client
 
-from informers.api_call import api_call, status_code
+from informers.client.api_call import api_call, status_code
 from informers.errors import ApiConnectionError, StatusError
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
@@ -92,7 +92,7 @@ def test_host_and_headers_are_asked_for_once_per_reuse_period(server):
     """The kubeconfig loader's refresh hook runs on every ``param_serialize``; api_call asks
     for the headers once per HEADERS_REUSE_SECONDS per client and content type, so a rotated
     token is picked up within that period."""
-    from informers.api_call import HEADERS_REUSE_SECONDS
+    from informers.client.transport import HEADERS_REUSE_SECONDS
     from informers.clock import FakeClock
 
     clock = FakeClock()
@@ -125,7 +125,7 @@ def test_host_and_headers_are_asked_for_once_per_reuse_period(server):
 def test_requests_go_through_the_hosts_pool_and_survive_its_closing(server, api):
     """Without a proxy, requests skip the pool manager and use the host's pool; a closed
     pool sends them back through the manager."""
-    from informers.api_call import _prepared
+    from informers.client.transport import _prepared
 
     api_call(api, "POST", LEASES, lease("pool"))
     prepared = _prepared[api]["application/json"]

@@ -1,4 +1,4 @@
-"""Tests for informers.decoder: bytes in, dicts out, watch lines validated."""
+"""Tests for informers.client.decoder: bytes in, dicts out, watch lines validated."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from informers import decoder
-from informers.decoder import decode, decode_event
+from informers.client import decoder
+from informers.client.decoder import decode, decode_event
 from informers.errors import WatchDecodeError
 
 
@@ -71,7 +71,7 @@ import logging  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from informers.decoder import strip_managed_fields_bytes  # noqa: E402
+from informers.client.decoder import strip_managed_fields_bytes  # noqa: E402
 
 FALLBACK = "decoding it as it is"
 
@@ -120,7 +120,7 @@ def check(data: bytes, caplog, *, fallback: bool) -> None:
     """decode / decode_event with drop_managed_fields equal the reference, through the fast
     path or (``fallback``) through an exact decode of the original bytes."""
     caplog.clear()
-    with caplog.at_level(logging.DEBUG, logger="informers.decoder"):
+    with caplog.at_level(logging.DEBUG, logger="informers.client.decoder"):
         doc = json.loads(data)
         if "type" in doc:
             assert decode_event(data, drop_managed_fields=True) == (

@@ -14,15 +14,13 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from informers import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
-    Delta,
     DeltaFIFO,
-    DeltaType,
-    ExplicitKey,
-    FIFOClosedError,
     Indexer,
-    KeyFuncError,
     meta_namespace_index_func,
 )
+from informers.delta_fifo import Delta, DeltaType
+from informers.errors import FIFOClosedError, KeyFuncError
+from informers.keys import ExplicitKey
 
 ADDED, UPDATED, DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
 REPLACED, SYNC = DeltaType.REPLACED, DeltaType.SYNC

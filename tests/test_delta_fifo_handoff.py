@@ -8,7 +8,9 @@ import logging
 import threading
 import time
 
-from informers import DeltaFIFO, DeltaType, FIFOClosedError
+from informers import DeltaFIFO
+from informers.delta_fifo import DeltaType
+from informers.errors import FIFOClosedError
 
 ADDED, UPDATED, DELETED, REPLACED = (
     DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED, DeltaType.REPLACED)

@@ -19,10 +19,10 @@ from informers.controller import (
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
 )
-from informers.controller.enqueue import group_of, unwrap_tombstone
+from informers.controller.enqueue import group_of
 from informers.errors import NotFoundError
 from informers.factory import SharedInformerFactory
-from informers.keys import DeletedFinalStateUnknown
+from informers.keys import DeletedFinalStateUnknown, unwrap_tombstone
 from informers.testing import ApiServer
 from informers.workqueue import Queue
 

@@ -13,15 +13,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from informers import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
-    IndexConflictError,
     Indexer,
-    IndexFuncError,
-    IndexNotFoundError,
     InformersError,
-    KeyFuncError,
     meta_namespace_index_func,
     meta_namespace_key_func,
 )
+from informers.errors import IndexConflictError, IndexFuncError, IndexNotFoundError, KeyFuncError
 
 
 def pod(name, namespace="default", labels=None, annotations=None, rv="1"):

@@ -33,12 +33,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from informers import (
-    Backoff,
-    DeletedFinalStateUnknown,
-    ResourceEventHandlerFuncs,
-    SharedInformerFactory,
-)
+from informers import DeletedFinalStateUnknown, ResourceEventHandlerFuncs, SharedInformerFactory
+from informers.backoff import Backoff
+from informers.reflector_options import ReflectorOptions
 from informers.testing import ApiServer
 
 SEED_ENV = "KUBE_INFORMERS_CONVERGENCE_SEED"
@@ -358,14 +355,14 @@ def run_convergence(plan: Plan, seed: int) -> None:
             server.create(body, namespace=ns)
 
     api_client = server.api_client()
-    factory = SharedInformerFactory(api_client, informer_options={
+    factory = SharedInformerFactory(api_client, reflector_options=ReflectorOptions(
         # fast, jittered retries instead of client-go's 0.8 s..30 s (same algorithm)
-        "backoff": Backoff(initial=0.02, cap=0.1, reset_interval=2.0,
-                           rng=random.Random(master.random())),
-        "read_timeout": READ_TIMEOUT,
-        "page_size": 50,  # several pages, so compaction can expire a continue token
-        "rng": random.Random(master.random()),
-    })
+        backoff=Backoff(initial=0.02, cap=0.1, reset_interval=2.0,
+                        rng=random.Random(master.random())),
+        read_timeout=READ_TIMEOUT,
+        page_size=50,  # several pages, so compaction can expire a continue token
+        rng=random.Random(master.random()),
+    ))
     informer = factory.core().v1().pods().informer()
     early, late = Recorder(), Recorder()
     informer.add_event_handler(early)

@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 from informers import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
-    ExplicitKey,
     InformersError,
-    KeyFuncError,
     deletion_handling_meta_namespace_key_func,
     meta_namespace_index_func,
     meta_namespace_key_func,
     split_meta_namespace_key,
 )
+from informers.errors import KeyFuncError
+from informers.keys import ExplicitKey
 
 
 def obj(name, namespace=None):

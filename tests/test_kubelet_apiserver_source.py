@@ -18,6 +18,7 @@ import pytest
 from controllers.kubelet.apiserver_source import APIServerSource, node_field_selector
 from controllers.kubelet.pod_update import API_SOURCE, SET, PodUpdate
 from informers.backoff import Backoff
+from informers.reflector_options import ReflectorOptions
 from informers.testing import ApiServer
 
 
@@ -64,7 +65,8 @@ def start_source(server, node: str, **kwargs: Any):
 @pytest.fixture
 def running(server, node) -> Iterator[tuple[APIServerSource, queue.Queue[PodUpdate]]]:
     src, q, close = start_source(
-        server, node, backoff=Backoff(initial=0.01, cap=0.05, factor=2.0, jitter=0.0))
+        server, node, reflector_options=ReflectorOptions(
+            backoff=Backoff(initial=0.01, cap=0.05, factor=2.0, jitter=0.0)))
     try:
         yield src, q
     finally:
@@ -157,7 +159,8 @@ NODE = "node-1"
 def test_relist_after_410_sends_the_right_set():
     with ApiServer() as server:
         src, q, close = start_source(
-            server, NODE, backoff=Backoff(initial=0.01, cap=0.05, factor=2.0, jitter=0.0))
+            server, NODE, reflector_options=ReflectorOptions(
+                backoff=Backoff(initial=0.01, cap=0.05, factor=2.0, jitter=0.0)))
         try:
             server.create(api_pod("stays", NODE, "default"))
             server.create(api_pod("goes", NODE, "default"))

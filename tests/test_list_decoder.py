@@ -1,5 +1,5 @@
-"""Tests for informers.list_decoder: items decoded as the bytes arrive, same result as a whole
-decode for every way the body can be cut."""
+"""Tests for informers.client.list_decoder: items decoded as the bytes arrive, same result as a
+whole decode for every way the body can be cut."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from informers.decoder import decode
-from informers.list_decoder import MAX_MISSES, MAX_PREFIX, ListDecoder
+from informers.client.decoder import decode
+from informers.client.list_decoder import MAX_MISSES, MAX_PREFIX, ListDecoder
 
 
 def pod(i: int, **extra: object) -> dict:
@@ -179,7 +179,7 @@ def test_items_come_out_compacted() -> None:
 def test_compacted_stops_at_its_depth_and_keeps_small_dicts() -> None:
     import sys
 
-    from informers.list_decoder import compacted
+    from informers.client.list_decoder import compacted
 
     deep = decode(json.dumps({"a": {"b": {"c": {f"k{i}": i for i in range(12)}}}}).encode())
     small = decode(b'{"x":1}')

@@ -1,4 +1,4 @@
-"""Tests for informers.list_watch and its HTTP side (informers.raw_client), over real HTTP.
+"""Tests for informers.list_watch and its HTTP side (informers.client), over real HTTP.
 
 Byte-level behaviour (chunk boundaries, malformed lines, status bodies, refused connections,
 read timeouts) is tested against a tiny scripted HTTP server on a real socket, so every byte on
@@ -19,6 +19,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client as k8s
 
+from informers.client import list_watch_for_resource, list_watch_from_client
 from informers.errors import ApiConnectionError, StatusError, is_expired, is_too_many_requests
 from informers.list_watch import (
     CancelToken,
@@ -258,7 +259,7 @@ def test_list_request_and_decode(server, api):
         "resourceVersion": "42", "continue": "c1", "remainingItemCount": 3},
         "items": [{"metadata": {"name": "a", "namespace": "ns"}}]}).encode()
     server.status(200, body)
-    lw = ListWatch.from_client(api, "pods", namespace="ns", label_selector="app=web")
+    lw = list_watch_from_client(api, "pods", namespace="ns", label_selector="app=web")
     assert lw.resource == lookup("pods")
     got = lw.list(ListOptions(resource_version="0", limit=500))
     assert got == ListResult([{"metadata": {"name": "a", "namespace": "ns"}}], "42", "c1", 3)
@@ -278,7 +279,7 @@ def test_tweak_runs_after_selectors_on_a_copy(server, api):
         seen.append(o.field_selector)
         o.label_selector = "tier=db"
 
-    lw = ListWatch.from_client(api, "deployments", field_selector="metadata.name=x", tweak=tweak)
+    lw = list_watch_from_client(api, "deployments", field_selector="metadata.name=x", tweak=tweak)
     opts = ListOptions()
     assert lw.list(opts) == ListResult([], "1", None, None)
     assert seen == ["metadata.name=x"]
@@ -291,7 +292,7 @@ def test_http_error_becomes_status_error(server, api):
     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
               "reason": "Expired", "message": "too old resource version: 5 (10)"}
     server.status(410, json.dumps(status).encode())
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     with pytest.raises(StatusError) as info:
         lw.list(ListOptions(resource_version="5"))
     err = info.value
@@ -305,7 +306,7 @@ def test_429_retry_after_header_is_honoured(server, api):
     status = {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "slow down",
               "details": {"retryAfterSeconds": 2}}
     server.status(429, json.dumps(status).encode(), "Retry-After: 7\r\n")
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     with pytest.raises(StatusError) as info:
         lw.watch(ListOptions(resource_version="3"))
     assert is_too_many_requests(info.value)
@@ -315,7 +316,7 @@ def test_429_retry_after_header_is_honoured(server, api):
 def test_non_status_error_body(server, api):
     server.status(500, b"<html>proxy exploded</html>")
     with pytest.raises(StatusError) as info:
-        ListWatch.from_client(api, "pods").list(ListOptions())
+        list_watch_from_client(api, "pods").list(ListOptions())
     assert (info.value.code, info.value.reason, info.value.message) == (
         500, "InternalError", "<html>proxy exploded</html>")
 
@@ -327,7 +328,7 @@ def test_connection_refused_is_not_hidden_by_client_retries():
     s.close()  # nothing listens there now
     api = make_client(port, retries=5)
     try:
-        lw = ListWatch.from_client(api, "pods")
+        lw = list_watch_from_client(api, "pods")
         for call in (lambda: lw.list(ListOptions()), lambda: lw.watch(ListOptions())):
             start = time.monotonic()
             with pytest.raises(ApiConnectionError) as info:
@@ -348,7 +349,7 @@ def test_watch_request_and_events_across_chunk_boundaries(server, api):
         ev("BOOKMARK", "", "14")[:-1],      # the last line without its newline
     ]
     server.chunked(parts)
-    lw = ListWatch.from_client(api, "pods", namespace="ns")
+    lw = list_watch_from_client(api, "pods", namespace="ns")
     stream = lw.watch(ListOptions(resource_version="10", timeout_seconds=301,
                                   allow_watch_bookmarks=True))
     events = [(e.type, e.object["metadata"]["name"], e.object["metadata"]["resourceVersion"])
@@ -367,8 +368,8 @@ def test_malformed_lines_and_unknown_types_are_skipped(server, api, caplog):
              b'ect": oops}\n' + b'{"type":"WEIRD","object":{}}\n',  # ... and an unknown type
              b'["not","an","event"]\n' + ev("MODIFIED", "a", "3")]
     server.chunked(parts)
-    stream = ListWatch.from_client(api, "pods").watch(ListOptions(resource_version="1"))
-    with caplog.at_level("WARNING", logger="informers.watch_stream"):
+    stream = list_watch_from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    with caplog.at_level("WARNING", logger="informers.client.watch_stream"):
         got = [(e.type, e.object["metadata"]["resourceVersion"]) for e in stream]
     assert got == [("ADDED", "2"), ("MODIFIED", "3")]
     assert (stream.events, stream.decode_errors, stream.unknown_events) == (2, 2, 1)
@@ -381,7 +382,7 @@ def test_malformed_lines_and_unknown_types_are_skipped(server, api, caplog):
 
 def test_close_unblocks_a_blocked_reader(server, api):
     server.chunked([ev("ADDED", "a", "2")], hold=True)
-    stream = ListWatch.from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    stream = list_watch_from_client(api, "pods").watch(ListOptions(resource_version="1"))
     got: list[WatchEvent] = []
     reader = threading.Thread(target=lambda: got.extend(stream))
     reader.start()
@@ -397,14 +398,14 @@ def test_close_unblocks_a_blocked_reader(server, api):
 
 def test_close_before_iteration(server, api):
     server.chunked([ev("ADDED", "a", "2")])
-    stream = ListWatch.from_client(api, "pods").watch(ListOptions())
+    stream = list_watch_from_client(api, "pods").watch(ListOptions())
     stream.close()
     assert list(stream) == []
 
 
 def test_read_timeout_ends_a_silent_stream(server, api):
     server.chunked([ev("ADDED", "a", "2")], hold=True)
-    stream = ListWatch.from_client(api, "pods").watch(ListOptions(read_timeout=0.3))
+    stream = list_watch_from_client(api, "pods").watch(ListOptions(read_timeout=0.3))
     start = time.monotonic()
     got = [e.type for e in stream]
     assert got == ["ADDED"]
@@ -415,7 +416,7 @@ def test_read_timeout_ends_a_silent_stream(server, api):
 
 def test_close_delimited_watch_body(server, api):
     server.plain(ev("ADDED", "a", "2") + ev("ADDED", "b", "3"))
-    stream = ListWatch.from_client(api, "pods").watch(ListOptions())
+    stream = list_watch_from_client(api, "pods").watch(ListOptions())
     assert [e.object["metadata"]["name"] for e in stream] == ["a", "b"]
 
 
@@ -423,17 +424,17 @@ def test_read_timeout_on_list_headers(server, api):
     def hang(conn: socket.socket) -> None:
         server.release.wait(10)
     server.handlers.put(hang)
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     with pytest.raises(ApiConnectionError) as info:
         lw.list(ListOptions(read_timeout=0.2))
     assert info.value.timeout is True
 
 
 def test_for_resource_builtin_custom_and_discovery(server, api):
-    lw = ListWatch.for_resource(api, "apps", "v1", "deployments")
+    lw = list_watch_for_resource(api, "apps", "v1", "deployments")
     assert lw.resource is lookup("deployments")
     assert server.requests == []  # built in: no discovery
-    lw = ListWatch.for_resource(api, "example.com", "v1", "widgets", kind="Widget",
+    lw = list_watch_for_resource(api, "example.com", "v1", "widgets", kind="Widget",
                                 namespaced=False)
     assert lw.resource == Resource("example.com", "v1", "widgets", "Widget", False)
     assert server.requests == []
@@ -442,7 +443,7 @@ def test_for_resource_builtin_custom_and_discovery(server, api):
                                                   "namespaced": True},
                                                  {"name": "widgets", "kind": "Widget",
                                                   "namespaced": False}]}).encode())
-    lw = ListWatch.for_resource(api, "example.com", "v1", "widgets", namespace="ns")
+    lw = list_watch_for_resource(api, "example.com", "v1", "widgets", namespace="ns")
     assert lw.resource == Resource("example.com", "v1", "widgets", "Widget", False)
     assert server.requests[0][1] == "/apis/example.com/v1"
     server.status(200, b'{"metadata":{"resourceVersion":"9"},"items":[]}')
@@ -452,8 +453,8 @@ def test_for_resource_builtin_custom_and_discovery(server, api):
 
 def test_for_resource_discovery_failure_falls_back(server, api, caplog):
     server.status(404, b'{"kind":"Status","code":404,"reason":"NotFound","message":"nope"}')
-    with caplog.at_level("WARNING", logger="informers.raw_client"):
-        lw = ListWatch.for_resource(api, "example.com", "v1", "things", namespace="ns")
+    with caplog.at_level("WARNING", logger="informers.client.list_watch_client"):
+        lw = list_watch_for_resource(api, "example.com", "v1", "things", namespace="ns")
     assert lw.resource == Resource("example.com", "v1", "things", "", True)
     assert "discovery of things.example.com/v1 failed" in caplog.records[0].getMessage()
 
@@ -500,12 +501,12 @@ def test_drop_managed_fields_on_lists_and_watch_lines(server, api):
     server.chunked([line])
     stripped = [{"kind": "Pod", "metadata": {"name": n, "namespace": "ns", "resourceVersion": rv},
                  "spec": {"nodeName": "n"}} for n, rv in (("a", "1"), ("b", "2"), ("a", "3"))]
-    lw = ListWatch.from_client(api, "pods", drop_managed_fields=True)
+    lw = list_watch_from_client(api, "pods", drop_managed_fields=True)
     assert lw.drop_managed_fields and lw.supports_drop_managed_fields
     assert lw.list(ListOptions()).items == stripped[:2]
     assert [e.object for e in lw.watch(ListOptions(resource_version="2"))] == stripped[2:]
     # The default keeps them, byte for byte.
-    plain = ListWatch.from_client(api, "pods")
+    plain = list_watch_from_client(api, "pods")
     assert not plain.drop_managed_fields
     assert plain.list(ListOptions()).items == items
     assert [e.object for e in plain.watch(ListOptions(resource_version="2"))] == [
@@ -513,7 +514,7 @@ def test_drop_managed_fields_on_lists_and_watch_lines(server, api):
 
 
 def test_with_drop_managed_fields_is_a_copy(server, api):
-    lw = ListWatch.from_client(api, "pods", namespace="ns", label_selector="app=web")
+    lw = list_watch_from_client(api, "pods", namespace="ns", label_selector="app=web")
     on = lw.with_drop_managed_fields()
     assert (on.drop_managed_fields, lw.drop_managed_fields) == (True, False)
     assert on is not lw and on.resource == lw.resource
@@ -522,7 +523,7 @@ def test_with_drop_managed_fields_is_a_copy(server, api):
     server.status(200, b'{"metadata":{"resourceVersion":"1"},"items":[]}')
     assert on.list(ListOptions()) == ListResult([], "1", None, None)
     assert server.requests[0][1] == "/api/v1/namespaces/ns/pods?labelSelector=app%3Dweb"
-    custom = ListWatch.for_resource(api, "example.com", "v1", "things", kind="Thing",
+    custom = list_watch_for_resource(api, "example.com", "v1", "things", kind="Thing",
                                     namespaced=True, drop_managed_fields=True)
     assert custom.drop_managed_fields
     hand_made = ListWatch(lambda o: ListResult([], ""), lambda o: iter(()))
@@ -541,7 +542,7 @@ def test_custom_resource_on_the_embedded_server():
                     "metadata": {"name": "w", "namespace": "default"}})
         api = srv.api_client()
         try:
-            lw = ListWatch.for_resource(api, "example.com", "v1", "widgets", namespace="default")
+            lw = list_watch_for_resource(api, "example.com", "v1", "widgets", namespace="default")
             assert lw.resource == Resource("example.com", "v1", "widgets", "Widget", True)
             listed = lw.list(ListOptions())
             assert [(o["kind"], o["metadata"]["name"]) for o in listed.items] == [("Widget", "w")]
@@ -633,7 +634,7 @@ def _wait_in_body_read(thread: threading.Thread) -> None:
 def test_cancel_aborts_a_list_waiting_for_its_headers(server, api):
     server.handlers.put(lambda conn: server.release.wait(10))  # never answers in time
     token = CancelToken()
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     t, box = _call_in_thread(lambda: lw.list(ListOptions(cancel=token)))
     _wait_requests(server, 1)
     start = time.monotonic()
@@ -653,7 +654,7 @@ def test_cancel_aborts_a_list_reading_its_body(server, api):
         server.release.wait(10)
     server.handlers.put(half)
     token = CancelToken()
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     t, box = _call_in_thread(lambda: lw.list(ListOptions(cancel=token)))
     _wait_in_body_read(t)
     start = time.monotonic()
@@ -667,7 +668,7 @@ def test_cancel_aborts_a_list_reading_its_body(server, api):
 def test_cancel_aborts_a_watch_waiting_for_its_headers(server, api):
     server.handlers.put(lambda conn: server.release.wait(10))
     token = CancelToken()
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     t, box = _call_in_thread(lambda: lw.watch(ListOptions(resource_version="3", cancel=token)))
     _wait_requests(server, 1)
     token.cancel()
@@ -679,7 +680,7 @@ def test_cancel_aborts_a_watch_waiting_for_its_headers(server, api):
 def test_a_cancelled_token_sends_nothing(server, api):
     token = CancelToken()
     token.cancel()
-    lw = ListWatch.from_client(api, "pods")
+    lw = list_watch_from_client(api, "pods")
     with pytest.raises(ApiConnectionError, match=r"^list v1/pods: cancelled$"):
         lw.list(ListOptions(cancel=token))
     with pytest.raises(ApiConnectionError, match=r"^watch v1/pods at rv=\(latest\): cancelled$"):
@@ -715,7 +716,7 @@ def test_requests_with_tokens_unregister_and_keep_using_the_pooled_connection():
                     "metadata": {"name": "a", "namespace": "default"}})
         api = srv.api_client()
         try:
-            lw = ListWatch.from_client(api, "pods")
+            lw = list_watch_from_client(api, "pods")
             pool = api.rest_client.pool_manager.connection_from_url(srv.url)
             tokens = [RecordingToken() for _ in range(3)]
             assert len(lw.list(ListOptions(cancel=tokens[0])).items) == 1

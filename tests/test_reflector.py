@@ -16,8 +16,10 @@ import threading
 import time
 
 import pytest
+from helpers import split_options
 
 from informers.backoff import Backoff
+from informers.client import list_watch_from_client
 from informers.clock import REAL_CLOCK, FakeClock
 from informers.errors import (
     ApiConnectionError,
@@ -236,8 +238,9 @@ class Harness:
         self.errors: list[BaseException] = []
         kwargs.setdefault("watch_error_handler", lambda r, e: self.errors.append(e))
         self.backoff = Backoff(clock=self.clock, jitter=jitter, rng=random.Random(99))
-        self.r = Reflector(self.slw.lw, self.store, name="test", clock=self.clock,
-                           rng=random.Random(SEED), backoff=self.backoff, **kwargs)
+        options, kwargs = split_options(kwargs, rng=random.Random(SEED), backoff=self.backoff)
+        self.r = Reflector(self.slw.lw, self.store, options, name="test", clock=self.clock,
+                           **kwargs)
         self.store.reflector = self.r
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.r.run, args=(self.stop,), daemon=True)
@@ -930,10 +933,11 @@ class Live:
         self.errors: list[BaseException] = []
         kwargs.setdefault("watch_error_handler", lambda r, e: self.errors.append(e))
         kwargs.setdefault("backoff", Backoff(clock=self.clock, jitter=0.0))
-        lw = ListWatch.from_client(self.api, "pods", tweak=kwargs.pop("tweak", None),
+        lw = list_watch_from_client(self.api, "pods", tweak=kwargs.pop("tweak", None),
                                    namespace=getattr(srv, "namespace", None))
-        self.r = Reflector(lw, self.store, name=kwargs.pop("name", "pods"), clock=self.clock,
-                           rng=random.Random(SEED), **kwargs)
+        name = kwargs.pop("name", "pods")
+        options, kwargs = split_options(kwargs, rng=random.Random(SEED))
+        self.r = Reflector(lw, self.store, options, name=name, clock=self.clock, **kwargs)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.r.run, args=(self.stop,), daemon=True)
 
@@ -1273,7 +1277,7 @@ def test_live_malformed_lines_are_skipped(live, caplog):
     lv = live()
     rv0 = lv.srv.resource_version
     lv.start().watches(1)
-    with caplog.at_level("WARNING", logger="informers.watch_stream"):
+    with caplog.at_level("WARNING", logger="informers.client.watch_stream"):
         assert lv.srv.inject_malformed_watch_line() == 1
         lv.srv.create(new_pod("a"))
         wait_until(lambda: len(lv.store) == 1)

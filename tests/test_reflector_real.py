@@ -36,12 +36,14 @@ import urllib.request
 import pytest
 
 from informers.backoff import Backoff
+from informers.client import list_watch_from_client
 from informers.errors import StatusError
 from informers.handlers import ResourceEventHandlerFuncs
 from informers.indexer import Indexer
 from informers.keys import deletion_handling_meta_namespace_key_func
-from informers.list_watch import ListOptions, ListWatch
+from informers.list_watch import ListOptions
 from informers.reflector import Reflector
+from informers.reflector_options import ReflectorOptions
 from informers.shared_informer import SharedIndexInformer
 from informers.wait import wait_for_cache_sync
 
@@ -102,7 +104,7 @@ class Events:
 def pods(any_api_server):
     """A ListWatch on the pods of the test's namespace."""
     api = any_api_server.api_client()
-    yield ListWatch.from_client(api, "pods", namespace=any_api_server.namespace)
+    yield list_watch_from_client(api, "pods", namespace=any_api_server.namespace)
     api.close()
 
 
@@ -202,11 +204,13 @@ class Running:
         self.api = server.api_client()
         self.store = Indexer()
         self.errors: list[BaseException] = []
-        lw = ListWatch.from_client(self.api, "pods", namespace=server.namespace)
+        lw = list_watch_from_client(self.api, "pods", namespace=server.namespace)
         self.reflector = Reflector(
-            lw, self.store, name="real-pods", rng=random.Random(1),
-            backoff=Backoff(initial=0.1, cap=1.0, factor=2.0, jitter=0.0),
-            watch_error_handler=lambda r, e: self.errors.append(e))
+            lw, self.store, ReflectorOptions(
+                rng=random.Random(1),
+                backoff=Backoff(initial=0.1, cap=1.0, factor=2.0, jitter=0.0),
+                watch_error_handler=lambda r, e: self.errors.append(e)),
+            name="real-pods")
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.reflector.run, args=(self.stop,),
                                        daemon=True)
@@ -261,7 +265,7 @@ def test_compaction_then_a_cache_reinit_answers_410_and_the_reflector_relists(re
         # The re-initialised cache holds nothing older, nor does etcd: an exact list at a
         # version before the compaction is gone too.
         with pytest.raises(StatusError) as info:
-            ListWatch.from_client(running.api, "pods", namespace=ns).list(
+            list_watch_from_client(running.api, "pods", namespace=ns).list(
                 ListOptions(resource_version=rv_of(a), resource_version_match="Exact"))
         assert (info.value.code, info.value.reason) == (410, "Expired")
         s.create(new_pod("after"), namespace=ns)  # and it watches again
@@ -277,7 +281,7 @@ def _caches_ready(api) -> bool:
     """Lists from the watch cache of the kinds the suite uses answer (not 429)."""
     for resource in ("namespaces", "pods", "services", "endpoints", "configmaps", "events"):
         try:
-            ListWatch.from_client(api, resource).list(ListOptions(resource_version="0", limit=1))
+            list_watch_from_client(api, resource).list(ListOptions(resource_version="0", limit=1))
         except StatusError as err:
             if err.code == 429:
                 return False
@@ -292,7 +296,7 @@ def test_an_informer_converges_across_etcd_restarts(real_server):
     for name in ("a", "b", "c"):
         s.create(new_pod(name), namespace=ns)
     api = s.api_client()
-    informer = SharedIndexInformer(ListWatch.from_client(api, "pods", namespace=ns),
+    informer = SharedIndexInformer(list_watch_from_client(api, "pods", namespace=ns),
                                    name="real-pods")
     deleted: list[str] = []
     informer.add_event_handler(ResourceEventHandlerFuncs(

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from informers.client import list_watch_from_client
 from informers.clock import FakeClock
 from informers.delta_fifo import DeltaFIFO
 from informers.errors import (
@@ -28,6 +29,7 @@ from informers.errors import (
 from informers.handlers import ResourceEventHandlerFuncs
 from informers.keys import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
 from informers.list_watch import ListWatch
+from informers.memory import MemoryTuning
 from informers.resources import lookup
 from informers.shared_informer import (
     MINIMUM_RESYNC_PERIOD,
@@ -759,7 +761,7 @@ class ServerInformer:
         self.api = server.api_client()
         kw.setdefault("name", "pods")
         self.informer = SharedIndexInformer(
-            ListWatch.from_client(self.api, "pods", namespace=namespace), **kw)
+            list_watch_from_client(self.api, "pods", namespace=namespace), **kw)
         self.stop_event = threading.Event()
         self.thread = threading.Thread(
             target=self.informer.run, args=(self.stop_event,), name="test-informer-run",
@@ -1040,7 +1042,7 @@ def gc_thresholds():
 def test_gc_paused_during_initial_processing_then_frozen(make, gc_thresholds) -> None:
     import gc
 
-    from informers.gc_pause import gc_pause_depth
+    from informers.memory import gc_pause_depth
 
     gc.unfreeze()
     enabled_while_indexing: list[bool] = []
@@ -1050,7 +1052,7 @@ def test_gc_paused_during_initial_processing_then_frozen(make, gc_thresholds) ->
         return [""]
 
     try:
-        inf, r = make(indexers={"spy": index})
+        inf, r = make(indexers={"spy": index}, memory_tuning=MemoryTuning())
         r.fifo.replace([pod("a", "1"), pod("b", "2"), pod("c", "3")], "3")
         r.drain()
         assert inf.has_synced()
@@ -1072,11 +1074,11 @@ def test_gc_paused_during_initial_processing_then_frozen(make, gc_thresholds) ->
 def test_gc_threshold_is_only_raised(make, gc_thresholds) -> None:
     import gc
 
-    from informers.gc_pause import gc_pause_depth
+    from informers.memory import gc_pause_depth
 
     gc.set_threshold(500, 20, 300)
     try:
-        inf, r = make()
+        inf, r = make(memory_tuning=MemoryTuning())
         r.fifo.replace([pod("a", "1")], "1")
         r.drain()
         for _ in range(1000):
@@ -1094,14 +1096,14 @@ def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(
 ) -> None:
     import gc
 
-    from informers.gc_pause import gc_pause_depth
+    from informers.memory import gc_pause_depth
 
     gc.unfreeze()
-    inf, r = make(gc_freeze=False)
+    inf, r = make(memory_tuning=MemoryTuning(freeze_after_initial_sync=False))
     r.fifo.replace([], "1")  # empty: nothing to process, the pause ends inside replace
     assert gc_pause_depth() == 0 and gc.isenabled()
     assert inf.has_synced()
-    _, r2 = make(gc_freeze=False)
+    _, r2 = make(memory_tuning=MemoryTuning(freeze_after_initial_sync=False))
     r2.fifo.replace([pod("a", "1")], "1")
     r2.drain()
     for _ in range(1000):
@@ -1118,18 +1120,18 @@ def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
 ) -> None:
     import gc
 
-    from informers import initial_sync_gc
-    from informers.gc_pause import gc_pause_depth
+    from informers import memory
+    from informers.memory import gc_pause_depth
 
     gc.unfreeze()
     released: list[tuple[bool, int]] = []
-    inf, r = make()
+    inf, r = make(memory_tuning=MemoryTuning())
 
     def release() -> bool:  # runs on the process loop, inside the last initial pop
         released.append((inf.has_synced(), gc_pause_depth()))
         return True
 
-    monkeypatch.setattr(initial_sync_gc, "release_free_memory", release)
+    monkeypatch.setattr(memory, "release_free_memory", release)
     try:
         r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
         r.drain()
@@ -1181,7 +1183,7 @@ def test_reflector_list_watch_drops_managed_fields_only_for_the_default_transfor
 
     api = k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:1"))
     try:
-        lw = ListWatch.from_client(api, "pods")
+        lw = list_watch_from_client(api, "pods")
 
         def dropping(inf: SharedIndexInformer) -> bool:
             return inf._reflector_list_watch().drop_managed_fields
@@ -1221,7 +1223,7 @@ def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, ca
         server.create(p)
     stripped = ServerInformer(server, name="stripped")  # the default transform
     exact = ServerInformer(server, name="exact", transform=lambda o: strip_managed_fields(o))
-    with caplog.at_level(logging.DEBUG, logger="informers.decoder"):
+    with caplog.at_level(logging.DEBUG, logger="informers.client.decoder"):
         for si in (stripped, exact):
             si.start()
         try:
@@ -1262,4 +1264,4 @@ def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, ca
     assert len(caches[0]) == 61
     assert all(b'"managedFields"' not in v for k, v in caches[0].items() if k != last)
     assert orjson.loads(caches[0][last])["spec"]["template"] == nested["spec"]["template"]
-    assert [r.getMessage() for r in caplog.records if r.name == "informers.decoder"] == []
+    assert [r.getMessage() for r in caplog.records if r.name == "informers.client.decoder"] == []

@@ -16,7 +16,8 @@ import threading
 
 import pytest
 
-from informers.list_watch import ListOptions, ListWatch
+from informers.client import list_watch_from_client
+from informers.list_watch import ListOptions
 
 WAIT = 10.0
 
@@ -40,7 +41,7 @@ def rv_of(obj: dict) -> str:
 def watch_events(server, resource_version: str, count: int) -> list[dict]:
     """The first ``count`` pod events of the test's namespace after ``resource_version``."""
     api = server.api_client()
-    stream = ListWatch.from_client(api, "pods", namespace=server.namespace).watch(
+    stream = list_watch_from_client(api, "pods", namespace=server.namespace).watch(
         ListOptions(resource_version=resource_version, timeout_seconds=30))
     events: list[dict] = []
     done = threading.Event()

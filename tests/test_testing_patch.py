@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from informers.errors import PatchError
+from informers.testing.errors import PatchError
 from informers.testing.patch import apply_json_patch, apply_merge_patch
 
 # RFC 7386 Appendix A: (target, patch, result)

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from informers import KeyFuncError, UndeltaStore
+from informers.errors import KeyFuncError
+from informers.undelta_store import UndeltaStore
 
 
 def mk(name, val, namespace="ns"):

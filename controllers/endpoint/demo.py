@@ -27,7 +27,7 @@ from controllers.endpoint.controller import LEADER_ELECTION_ANNOTATION
 from controllers.endpoint.json_values import meta_of as _meta
 from controllers.endpoint.repack import subsets_equal_ignore_resource_version
 from controllers.endpoint.subsets import compute_subsets
-from informers.api_call import api_call
+from informers.client.api_call import api_call
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import ApiConnectionError, StatusError
 from informers.keys import DeletedFinalStateUnknown

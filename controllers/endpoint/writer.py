@@ -3,7 +3,7 @@
 The API half of the endpoints controller's ``syncService`` (§A.4 steps 1, 11 and 12 of
 ``reference/endpoints-and-kubelet.md``): ``POST``, ``PUT`` and ``DELETE`` of core/v1 Endpoints
 with plain dict bodies, through the official client's ``ApiClient``
-(:func:`informers.api_call.api_call`).
+(:func:`informers.client.api_call.api_call`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from informers.api_call import api_call
+from informers.client.api_call import api_call
 from informers.errors import ApiConnectionError, StatusError
 
 __all__ = ["EndpointsWriter", "EventRecorderLike"]

@@ -18,10 +18,12 @@ import threading
 from typing import Any
 
 from controllers.kubelet.pod_update import API_SOURCE, SET, PodUpdate, UpdateChannel
+from informers.client import list_watch_from_client
 from informers.clock import REAL_CLOCK, Clock
 from informers.keys import meta_namespace_key_func
 from informers.list_watch import ListWatch
 from informers.reflector import Reflector
+from informers.reflector_options import ReflectorOptions
 from informers.undelta_store import UndeltaStore
 
 __all__ = ["APIServerSource", "node_field_selector"]
@@ -50,8 +52,8 @@ class APIServerSource:
         channel: receives the SETs.
         clock: the reflector's clock (backoff waits).
         list_watch: use this ListWatch instead of one built from ``api_client`` (tests).
-        **reflector_options: further keyword arguments for
-            :class:`~informers.reflector.Reflector` (e.g. ``backoff``, ``page_size``).
+        reflector_options: for the :class:`~informers.reflector.Reflector` (e.g. ``backoff``,
+            ``page_size``); default client-go's.
     """
 
     def __init__(
@@ -62,12 +64,12 @@ class APIServerSource:
         *,
         clock: Clock = REAL_CLOCK,
         list_watch: ListWatch | None = None,
-        **reflector_options: Any,
+        reflector_options: ReflectorOptions | None = None,
     ) -> None:
         self.node_name = node_name
         self.channel = channel
         if list_watch is None:
-            list_watch = ListWatch.from_client(
+            list_watch = list_watch_from_client(
                 api_client, "pods", field_selector=node_field_selector(node_name)
             )
         self.list_watch = list_watch
@@ -75,10 +77,10 @@ class APIServerSource:
         self.reflector = Reflector(
             list_watch,
             self.store,
+            reflector_options,
             name=f"kubelet-api-source-{node_name}",
             resync_period=0.0,
             clock=clock,
-            **reflector_options,
         )
         self._thread: threading.Thread | None = None
 

@@ -17,7 +17,6 @@ import threading
 from typing import Any
 
 from informers import (
-    ListWatch,
     ResourceEventHandlerFuncs,
     SharedIndexInformer,
     deletion_handling_meta_namespace_key_func,
@@ -25,6 +24,7 @@ from informers import (
     meta_namespace_key_func,
     wait_for_cache_sync,
 )
+from informers.client import list_watch_from_client
 from informers.signals import SignalHandler
 from informers.testing import ApiServer, connect
 from informers.workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -114,7 +114,7 @@ class Controller:
 def new_controller(api_client: Any, namespace: str) -> Controller:
     """Wire the informer's handlers to the queue: they only enqueue keys."""
     queue: RateLimitingQueue[str] = RateLimitingQueue(default_controller_rate_limiter())
-    informer = SharedIndexInformer(ListWatch.from_client(api_client, lookup("pods"), namespace))
+    informer = SharedIndexInformer(list_watch_from_client(api_client, lookup("pods"), namespace))
     informer.add_event_handler(ResourceEventHandlerFuncs(
         on_add=lambda pod: queue.add(meta_namespace_key_func(pod)),
         on_update=lambda old, new: queue.add(meta_namespace_key_func(new)),

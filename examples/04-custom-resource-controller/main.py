@@ -22,7 +22,7 @@ from typing import Any
 
 from kubernetes import client
 
-from informers import Lister, Manager, NotFoundError, split_meta_namespace_key
+from informers import Lister, Manager, split_meta_namespace_key
 from informers.controller import (
     Controller,
     EnqueueRequestForObject,
@@ -31,6 +31,7 @@ from informers.controller import (
     Result,
     TerminalError,
 )
+from informers.errors import NotFoundError
 from informers.signals import SignalHandler
 from informers.testing import ApiServer, connect
 

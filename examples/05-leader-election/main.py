@@ -32,11 +32,11 @@ from informers import (
     LeaderElectionConfig,
     ListOptions,
     Manager,
-    NotFoundError,
     SharedInformerFactory,
     split_meta_namespace_key,
 )
 from informers.controller import Controller, EnqueueRequestForObject
+from informers.errors import NotFoundError
 from informers.signals import SignalHandler
 from informers.testing import connect
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubernetes import client
 
-from informers import Lister, Manager, NotFoundError, SharedInformerFactory
+from informers import Lister, Manager, SharedInformerFactory
 from informers.controller import (
     Controller,
     EnqueueRequestForObject,
@@ -27,6 +27,7 @@ from informers.controller import (
     LabelChangedPredicate,
     Result,
 )
+from informers.errors import NotFoundError
 from informers.signals import SignalHandler
 from informers.testing import ApiServer, connect
 

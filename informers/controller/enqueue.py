@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Union
 
-from informers.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key_func
+from informers.keys import deletion_handling_meta_namespace_key_func, unwrap_tombstone
 
 if TYPE_CHECKING:
     from informers.controller.controller import Controller
@@ -35,7 +35,6 @@ __all__ = [
     "EnqueueTarget",
     "MapFunc",
     "group_of",
-    "unwrap_tombstone",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,14 +58,6 @@ def _adder(target: EnqueueTarget) -> Callable[[str], None]:
             "(an object with enqueue(key) or add(key))"
         )
     return add
-
-
-def unwrap_tombstone(obj: Any) -> Any:
-    """The object a delete notification is about: a tombstone's last known state (which may
-    be stale or ``None``), or ``obj`` itself."""
-    if isinstance(obj, DeletedFinalStateUnknown):
-        return obj.obj
-    return obj
 
 
 def group_of(api_version: str) -> str:

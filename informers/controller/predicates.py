@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from informers.controller.enqueue import unwrap_tombstone
 from informers.handlers import ResourceEventHandler
+from informers.keys import unwrap_tombstone
 
 __all__ = [
     "And",

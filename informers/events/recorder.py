@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from informers.api_call import api_call, status_code
+from informers.client.api_call import api_call, status_code
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import StatusError
 from informers.events.correlator import CorrelatorOptions, EventCorrelator, generate_event_name

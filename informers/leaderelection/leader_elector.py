@@ -17,7 +17,7 @@ import random
 import threading
 from collections.abc import Callable
 
-from informers.api_call import status_code
+from informers.client.api_call import status_code
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import LeaderElectionConfigError
 from informers.leaderelection.metrics import LeaderMetric, MetricsProvider, get_provider

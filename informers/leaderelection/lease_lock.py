@@ -2,7 +2,7 @@
 
 Mirrors client-go ``tools/leaderelection/resourcelock/leaselock.go``. The Lease is read and
 written as a plain dict through the official client's ``ApiClient`` (see
-:mod:`informers.api_call`); times are written as MicroTime strings
+:mod:`informers.client.api_call`); times are written as MicroTime strings
 (``2026-01-01T00:00:00.000000Z``).
 """
 
@@ -14,7 +14,7 @@ import logging
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from informers.api_call import api_call
+from informers.client.api_call import api_call
 from informers.errors import LeaseNotInitializedError
 from informers.leaderelection.resource_lock import LeaderElectionRecord
 from informers.meta_time import format_micro_time, parse_time

@@ -47,7 +47,7 @@ class ResourceLock(Protocol):
 
     Used by one elector thread at a time; implementations need not be thread-safe.
     Errors are raised as exceptions; the elector recognises "not found" (404) and "conflict"
-    (409) by :func:`informers.api_call.status_code`.
+    (409) by :func:`informers.client.api_call.status_code`.
     """
 
     @property

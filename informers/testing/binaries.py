@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import IO
 
-from informers.errors import ControlPlaneError, GoMissingError
+from informers.testing.errors import ControlPlaneError, GoMissingError
 
 __all__ = ["BINARIES_ENV", "ControlPlaneBinaries", "find_binaries"]
 

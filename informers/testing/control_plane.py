@@ -28,9 +28,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
-from informers.errors import ControlPlaneError, GoMissingError
 from informers.testing import client_config
 from informers.testing.binaries import BINARIES_ENV, ControlPlaneBinaries, find_binaries
+from informers.testing.errors import ControlPlaneError, GoMissingError
 from informers.testing.pki import make_certificates
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from informers.errors import PatchError
+from informers.testing.errors import PatchError
 
 __all__ = ["apply_json_patch", "apply_merge_patch"]
 

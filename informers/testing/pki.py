@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 
-from informers.errors import ControlPlaneError
+from informers.testing.errors import ControlPlaneError
 
 __all__ = ["make_certificates"]
 

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from informers.clock import Clock
-from informers.errors import PatchError, StatusError
+from informers.errors import StatusError
 from informers.testing import status
+from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
     KUBERNETES_FINALIZER,

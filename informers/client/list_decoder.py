@@ -5,7 +5,7 @@ Why: kube-apiserver streams a large list (its JSON encoder writes item after ite
 decoding it puts our decode (0.5-0.7 s for 73 MB with orjson) after the server's work; feeding
 the bytes to :class:`ListDecoder` as they arrive decodes each item while the server is still
 encoding the next ones, so most of the decode is hidden behind the wait. The result is the
-same as decoding the whole body (:func:`informers.decoder.decode`), byte for byte; only the
+same as decoding the whole body (:func:`informers.client.decoder.decode`), byte for byte; only the
 moment the work is done changes.
 
 How items are found without a JSON parser of our own: the list's items are the members of the
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from informers.decoder import decode
+from informers.client.decoder import decode
 
 __all__ = ["COMPACT_DEPTH", "COMPACT_MIN_KEYS", "MAX_MISSES", "MAX_PREFIX", "ListDecoder",
            "compacted"]

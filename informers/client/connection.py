@@ -1,10 +1,10 @@
 """Maps transport failures to :class:`~informers.errors.ApiConnectionError` and aborts
 connections under a blocked reader.
 
-Shared by the list and watch requests of :mod:`informers.raw_client` and the watch stream of
-:mod:`informers.watch_stream`: whether a failure was a refused connection or a timeout (the
-reflector's rules differ for them), and how to wake a thread blocked reading a socket that
-another thread wants to abandon (a cancelled list, a closed watch).
+Shared by :mod:`informers.client.transport` and :mod:`informers.client.watch_stream`: whether a
+failure was a refused connection or a timeout (the reflector's rules differ for them), and how to
+wake a thread blocked reading a socket that another thread wants to abandon (a cancelled list, a
+closed watch).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Reads a watch response incrementally and yields its events (:class:`HttpWatchStream`).
 
-The watch half of :mod:`informers.raw_client`, which sends the request and hands the response
-over; this module reads it: newline-delimited JSON in chunks, decoded straight to dicts
-(:func:`informers.decoder.decode_event`), bad lines logged and skipped.
+The watch half of :mod:`informers.client.list_watch_client`, which sends the request and hands the
+response over; this module reads it: newline-delimited JSON in chunks, decoded straight to dicts
+(:func:`informers.client.decoder.decode_event`), bad lines logged and skipped.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from informers.decoder import decode_event
+from informers.client.connection import connection_error, shutdown_response
+from informers.client.decoder import decode_event
 from informers.errors import ApiConnectionError, WatchDecodeError
-from informers.http_connection import connection_error, shutdown_response
 from informers.list_watch import WATCH_EVENT_TYPES, WatchEvent
 
 __all__ = ["HttpWatchStream"]
@@ -45,7 +45,7 @@ class HttpWatchStream:
         release: called once with ``reuse`` (the body ended cleanly) to hand the connection
             back; default: the response's own ``close``/``release_conn``.
         drop_managed_fields: decode each event's object without ``metadata.managedFields``
-            (:func:`informers.decoder.decode_event`).
+            (:func:`informers.client.decoder.decode_event`).
 
     Attributes:
         description: what is watched, for logs.
