@@ -191,6 +191,16 @@ def test_every_root_name_is_documented() -> None:
     assert missing == [], "root names missing from the docs: " + ", ".join(missing)
 
 
+def test_the_reference_shows_the_package_root_as_it_is() -> None:
+    """The ``from informers import (...)`` block of the reference's index lists exactly
+    ``informers.__all__``."""
+    text = (DOCS / "reference" / "index.md").read_text()
+    block = text[text.index("from informers import ("):]
+    block = re.sub(r"#.*", "", block[:block.index(")")])
+    names = re.findall(r"\b\w+\b", block)[3:]  # after "from informers import"
+    assert sorted(names) == sorted(informers.__all__)
+
+
 def test_directives_name_what_exists() -> None:
     """A typo in a ``:::`` directive fails the strict build too; this names the page."""
     broken = [f"{page.relative_to(ROOT)}: {target}" for page in pages()
