@@ -29,9 +29,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
-## docs: the API reference (pdoc), in build/docs/index.html.
+## docs: the documentation site (MkDocs, warnings are errors), in build/site/index.html.
 docs: $(STAMP)
-	$(BIN)/pdoc -d google -o build/docs informers informers.controller informers.events informers.leaderelection informers.testing informers.workqueue controllers
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,12 +1,10 @@
-"""The API documentation: pdoc renders every module without a warning, and every public name has
-a docstring of its own.
+"""The API documentation's source: every public name has a docstring of its own.
 
-``make docs`` runs ``pdoc -d google -o build/docs`` on :data:`DOCUMENTED`;
-:func:`test_pdoc_renders_the_api_without_warnings` renders the same into a temporary directory
-and checks that every public name has its entry on its package's page.
-The docstring check reads the source (``ast``), not the runtime objects: ``inspect.getdoc``
-would inherit a parent class's docstring and dataclasses invent one, and module constants and
-type aliases carry theirs as the string literal that follows them, which only the source has.
+The site that renders these docstrings (MkDocs + mkdocstrings, ``make docs``) is built and
+checked by ``tests/test_docs_site.py``. The docstring check reads the source (``ast``), not the
+runtime objects: ``inspect.getdoc`` would inherit a parent class's docstring and dataclasses
+invent one, and module constants and type aliases carry theirs as the string literal that
+follows them, which only the source has.
 """
 
 from __future__ import annotations
@@ -14,15 +12,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import re
-import warnings
 from functools import cache
 from pathlib import Path
 
 import pytest
-
-DOCFORMAT = "google"
-"""Our docstrings are Google style (Args/Returns/Raises sections) with reST inline markup."""
 
 PUBLIC = (
     "informers",
@@ -32,11 +25,7 @@ PUBLIC = (
     "informers.testing",
     "informers.workqueue",
 )
-"""Packages whose ``__all__`` is the public API. pdoc documents a package's ``__all__`` on the
-package's page and renders only the submodules listed there, so each is named explicitly."""
-
-DOCUMENTED = (*PUBLIC, "controllers")
-"""What ``make docs`` renders (in this order on its command line)."""
+"""Packages whose ``__all__`` is the public API."""
 
 
 # -- finding a name's own docstring in the source ----------------------------------------------
@@ -145,51 +134,3 @@ def test_the_docstring_finder_sees_what_it_must():
     assert own_docstring("informers", "labels") is not None
     assert own_docstring(__name__, "_statements") is not None
     assert own_docstring(__name__, "public_names") is None
-
-
-# -- rendering ---------------------------------------------------------------------------------
-
-
-def _known_pdoc_limitation(message: str) -> bool:
-    """pdoc evaluates the annotations of a NamedTuple's generated constructor without the
-    defining module's globals (``collections.namedtuple`` gives ``__new__`` the module
-    ``namedtuple_<Name>``), so under ``from __future__ import annotations`` they never
-    resolve. Only that warning, and only for a real NamedTuple, is not ours to fix."""
-    match = re.match(r"Error parsing type annotation ForwardRef\('\w+'\) for "
-                     r"([\w.]+)\.__init__\. Import of \w+ failed", message)
-    if match is None:
-        return False
-    module_name, _, class_name = match.group(1).rpartition(".")
-    cls = getattr(importlib.import_module(module_name), class_name, None)
-    return (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
-            and cls.__new__.__module__ == f"namedtuple_{class_name}")
-
-
-@pytest.mark.slow
-def test_pdoc_renders_the_api_without_warnings(tmp_path):
-    try:
-        import pdoc
-        import pdoc.render
-    except ImportError:
-        pytest.fail("pdoc is not installed: it is in the 'test' extra (`make` installs it)")
-
-    # As ``make docs``, less the "View Source" panels: they are syntax-highlighted source
-    # code, not documentation, and half of the rendering time.
-    pdoc.render.configure(docformat=DOCFORMAT, show_source=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        pdoc.pdoc(*DOCUMENTED, output_directory=tmp_path)
-
-    problems = [f"{w.category.__name__}: {w.message}" for w in caught
-                if not _known_pdoc_limitation(str(w.message))]
-    assert problems == []
-    for package in PUBLIC:
-        page = tmp_path / (package.replace(".", "/") + ".html")
-        anchors = set(re.findall(r'id="([A-Za-z_][A-Za-z0-9_]*)"', page.read_text()))
-        module = importlib.import_module(package)
-        names = {n for n in module.__all__ if not inspect.ismodule(getattr(module, n))}
-        assert names - anchors == set(), f"{page.name} lacks entries"
-        for submodule in set(module.__all__) - names:  # a submodule gets a page of its own
-            assert (tmp_path / package.replace(".", "/") / f"{submodule}.html").is_file()
-    assert (tmp_path / "index.html").is_file()
-    assert (tmp_path / "controllers" / "endpoint.html").is_file()
