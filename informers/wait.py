@@ -69,7 +69,8 @@ def _name_of(fn: Callable[[], bool]) -> str:
     name = getattr(owner, "name", None)
     if isinstance(name, str):
         return name
-    return getattr(fn, "__qualname__", None) or repr(fn)
+    qualname = getattr(fn, "__qualname__", None)  # a function; else a callable object
+    return qualname if isinstance(qualname, str) else type(fn).__qualname__
 
 
 def _last_error_of(fn: Callable[[], bool]) -> BaseException | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from informers.clock import FakeClock
+from informers.errors import CacheSyncTimeoutError
 from informers.wait import SYNCED_POLL_PERIOD, wait_for_cache_sync, wait_for_named_cache_sync
 
 WAIT = 5.0
@@ -12,7 +13,14 @@ WAIT = 5.0
 
 def _run(fn):
     result: dict[str, object] = {}
-    t = threading.Thread(target=lambda: result.setdefault("value", fn()), daemon=True)
+
+    def run() -> None:
+        try:
+            result["value"] = fn()
+        except Exception as err:
+            result["error"] = err
+
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     return t, result
 
@@ -87,7 +95,10 @@ def test_timeout_on_the_clock() -> None:
         assert clock.wait_for_waiters(1, WAIT)
         clock.step(0.1)
     t.join(WAIT)
-    assert result["value"] is False
+    err = result["error"]
+    assert isinstance(err, CacheSyncTimeoutError)
+    assert str(err) == "timed out after 0.25s waiting for caches to sync: Probe (no error yet)"
+    assert err.unsynced == {"Probe": None} and err.timeout == 0.25
     # polls at 0, 0.1, 0.2; the third wait is cut to the remaining 0.05 s (the step to 0.3
     # ends it); one last poll at the deadline, then it gives up
     assert probe.calls == [0.0, 0.1, 0.2, 0.3]
@@ -103,3 +114,33 @@ def test_named_variant_logs(caplog) -> None:
     assert messages[0] == 'Waiting for caches to sync for "endpoints"'
     assert messages[1] == 'Caches are synced for "endpoints"'
     assert messages[-1] == 'unable to sync caches for "endpoints"'
+
+
+class _Informer:
+    """What wait_for_cache_sync reads from an informer's bound ``has_synced``."""
+
+    def __init__(self, name: str, synced: bool, error: BaseException | None) -> None:
+        self.name = name
+        self._synced = synced
+        self._error = error
+
+    def has_synced(self) -> bool:
+        return self._synced
+
+    def last_sync_error(self) -> BaseException | None:
+        return self._error
+
+
+def test_timeout_error_names_the_unsynced_informers_and_their_last_error() -> None:
+    pods = _Informer("pods", False, ConnectionRefusedError("connection refused"))
+    nodes = _Informer("nodes", True, None)
+    services = _Informer("services", False, None)
+    try:
+        wait_for_cache_sync(None, pods.has_synced, nodes.has_synced, services.has_synced,
+                            clock=FakeClock(), timeout=0)
+    except CacheSyncTimeoutError as err:
+        assert str(err) == ("timed out after 0s waiting for caches to sync: pods (last error: "
+                            "connection refused); services (no error yet)")
+        assert list(err.unsynced) == ["pods", "services"]
+    else:
+        raise AssertionError("no CacheSyncTimeoutError")
