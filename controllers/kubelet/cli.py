@@ -107,15 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
         "Without any source, run a self-contained demonstration.",
         epilog=DURATION_HELP,
     )
-    parser.add_argument("--node-name", type=node_name, default=None,
+    parser.add_argument("--node-name", type=node_name, default=None, metavar="NAME",
                         help="node name, lower-cased, a DNS-1123 subdomain (default: the host "
                              "name, lower-cased, as the kubelet)")
-    parser.add_argument("--pod-manifest-path", default=None,
+    parser.add_argument("--pod-manifest-path", default=None, metavar="PATH",
                         help="directory or file of static pod manifests")
-    parser.add_argument("--manifest-url", default=None, help="URL of static pod manifests")
+    parser.add_argument("--manifest-url", default=None, metavar="URL",
+                        help="URL of static pod manifests")
     parser.add_argument("--manifest-url-header", action="append", default=[],
                         metavar="KEY:VALUE", help="header for the manifest URL (repeatable)")
-    parser.add_argument("--kubeconfig", default=None,
+    parser.add_argument("--kubeconfig", default=None, metavar="PATH",
                         help="kubeconfig of the API server whose pods bound to the node to follow")
     parser.add_argument("--file-check-frequency", type=positive_duration,
                         default=DEFAULT_FILE_CHECK_FREQUENCY, metavar="DURATION",
