@@ -163,6 +163,9 @@ def _kubeconfig_to(path, server):
                                  "debug, info, warning or error"),
     (["--log-format", "xml"], "argument --log-format: invalid log format 'xml': use text or "
                               "json"),
+    (["--metrics-bind-address", "localhost"], "argument --metrics-bind-address/--metrics-address:"
+                                              " invalid address 'localhost': the port is not a "
+                                              "number"),
 ])
 def test_a_bad_flag_is_one_line_and_exit_2(argv, message):
     result = _run(argv)

@@ -68,6 +68,7 @@ from informers.clock import REAL_CLOCK
 from informers.errors import LeaderElectionConfigError, LeaderElectionLostError
 from informers.events import EventRecorder
 from informers.factory import SharedInformerFactory
+from informers.health_server import parse_address
 from informers.leaderelection import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -92,6 +93,7 @@ __all__ = [
     "KUBECONFIG",
     "EndpointControllerCommand",
     "Options",
+    "bind_address",
     "build_parser",
     "cluster_source",
     "main",
@@ -133,6 +135,22 @@ EMBEDDED = "embedded"
 
 _SUPERVISE_POLL = 0.1  # real seconds between checks of --duration and of the manager's end
 _POOL_HEADROOM = 16  # connections beyond the workers: 3 watches, lease, events, demo, table
+
+
+def bind_address(text: str) -> str:
+    """A ``--metrics-bind-address`` value: ``[HOST]:PORT`` as
+    :func:`~informers.health_server.parse_address` takes it, or ``0`` (serve nothing).
+
+    Raises:
+        argparse.ArgumentTypeError: neither.
+    """
+    if text.strip() == "0":
+        return text
+    try:
+        parse_address(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 @dataclass(frozen=True)
@@ -210,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                           type=positive_duration, default=DEFAULT_RETRY_PERIOD,
                           metavar="DURATION", help="time between attempts (default 2s)")
     add("--metrics-bind-address", "--metrics-address", dest="metrics_address", default=None,
-        metavar="[HOST]:PORT",
+        type=bind_address, metavar="[HOST]:PORT",
         help=f"serve /metrics, /healthz and /readyz here; no HOST: every interface; port 0: a "
              f"free port; 0 alone: not at all (default {DEFAULT_METRICS_ADDRESS}, the port the "
              f"probes use; on the embedded API server {DEMO_METRICS_ADDRESS}: loopback, a free "
