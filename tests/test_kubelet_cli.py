@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import configparser
 import io
 import json
@@ -41,6 +42,19 @@ def test_durations_take_the_go_syntax():
     assert (args.file_check_frequency, args.http_check_frequency, args.duration) == (
         90.0, 0.5, 2.0)
     assert (args.log_level, args.log_format) == ("debug", "json")
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("overridden", "overridden"), ("OVERRIDDEN", "overridden"), (" OVERRIDDEN ", "overridden"),
+    (" ", None),
+])
+def test_get_hostname(text, name):
+    """component-helpers node/util TestGetHostname (the override cases)."""
+    if name is None:
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^empty node name is invalid$"):
+            node_name(text)
+    else:
+        assert node_name(text) == name
 
 
 @pytest.mark.parametrize(("text", "name"), [
