@@ -214,10 +214,18 @@ _DNS_SUBDOMAIN = ("a lowercase RFC 1123 subdomain of at most 253 characters must
     (["--log-format", "xml"], "argument --log-format: invalid log format 'xml': use text or "
                               "json"),
 ])
-def test_a_bad_flag_is_one_line_and_exit_2(argv, message):
-    result = _run(argv)
+def test_a_bad_flag_is_one_line_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert capsys.readouterr() == ("", f"kubelet-pod-source: error: {message} (see --help)\n")
+
+
+def test_a_bad_flag_from_the_shell():
+    result = _run(["--node-name", "n1", "--file-check-frequency", "0"])
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == f"kubelet-pod-source: error: {message} (see --help)\n"
+    assert result.stderr == ("kubelet-pod-source: error: argument --file-check-frequency: "
+                             "invalid duration '0': must be > 0 (see --help)\n")
 
 
 def _one_error_line(stderr):
