@@ -9,14 +9,20 @@ STAMP := $(VENV)/.installed
 .PHONY: run test lint bench docs clean
 
 $(STAMP): setup.cfg pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,fast,metrics]'
-	touch $(STAMP)
+	@echo "make: setting up $(VENV) (first use, or setup.cfg changed; takes a minute or two)"
+	@test -x $(BIN)/python || { echo "make: creating the virtual environment $(VENV) with $(PYTHON)" \
+		&& $(PYTHON) -m venv $(VENV); }
+	@echo "make: upgrading pip in $(VENV)"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "make: installing kube-informers and its extras: pip install -e '.[test,fast,metrics]'"
+	@$(BIN)/python -m pip install --quiet -e '.[test,fast,metrics]'
+	@touch $(STAMP)
+	@echo "make: $(VENV) is ready"
 
 ## run: the main job (the endpoint controller on the embedded API server by default).
 run: $(STAMP)
-	$(BIN)/python -m controllers.endpoint $(ARGS)
+	@echo "make: running $(strip endpoint-controller $(ARGS)) (Ctrl-C stops it)"
+	@$(BIN)/python -m controllers.endpoint $(ARGS)
 
 ## test: linter, type checker and the whole test suite.
 test: $(STAMP) lint

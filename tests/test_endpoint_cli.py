@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import io
+import json
 import logging
 import os
 import signal
@@ -24,7 +24,6 @@ from controllers.endpoint.cli import (
     Options,
     cluster_source,
     parse_args,
-    parse_duration,
 )
 from controllers.endpoint.demo import render_table
 from controllers.endpoint.repack import subsets_equal_ignore_resource_version
@@ -40,9 +39,9 @@ def test_defaults_are_kube_controller_manager_s():
     assert parse_args([]) == Options(
         kubeconfig=None, context=None, workers=5, batch_period=0.0, leader_elect=False,
         lease_name="endpoint-controller", lease_namespace="kube-system", identity=None,
-        lease_duration=15.0, renew_deadline=10.0, retry_period=2.0, metrics_address=":8080",
-        request_timeout=60.0, log_level="info", demo=None, demo_seed=1, demo_interval=1.0,
-        duration=None,
+        lease_duration=15.0, renew_deadline=10.0, retry_period=2.0, metrics_address=None,
+        request_timeout=60.0, log_level="info", log_format="text", demo=None, demo_seed=1,
+        demo_interval=1.0, duration=None,
     )
 
 
@@ -54,43 +53,33 @@ def test_every_option_and_the_kube_controller_manager_aliases():
         "--leader-elect-identity", "me", "--leader-elect-lease-duration", "1m30s",
         "--leader-elect-renew-deadline", "20s", "--leader-elect-retry-period", "4",
         "--metrics-bind-address", "127.0.0.1:9090", "--request-timeout", "5s",
-        "--log-level", "DEBUG", "--no-demo", "--demo-seed", "7", "--demo-interval", "250ms",
-        "--duration", "2.5",
+        "--log-level", "DEBUG", "--log-format", "JSON", "--no-demo", "--demo-seed", "7",
+        "--demo-interval", "250ms", "--duration", "2.5",
     ])
     assert options == Options(
         kubeconfig="/tmp/kc", context="kind", workers=3, batch_period=0.5, leader_elect=True,
         lease_name="ep", lease_namespace="ops", identity="me", lease_duration=90.0,
         renew_deadline=20.0, retry_period=4.0, metrics_address="127.0.0.1:9090",
-        request_timeout=5.0, log_level="debug", demo=False, demo_seed=7, demo_interval=0.25,
-        duration=2.5,
+        request_timeout=5.0, log_level="debug", log_format="json", demo=False, demo_seed=7,
+        demo_interval=0.25, duration=2.5,
     )
     assert parse_args(["--workers", "2", "--batch-period", "1", "--demo"]).demo is True
-
-
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("2", 2.0), ("0.5", 0.5), ("0", 0.0), ("15s", 15.0), ("1m30s", 90.0), ("500ms", 0.5),
-    ("1h", 3600.0), ("1.5s", 1.5), ("2m0.5s", 120.5), ("100us", 1e-4),
-])
-def test_parse_duration(text, seconds):
-    assert parse_duration(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "abc", "-1", "5x", "s", "1m 2s", "nan", "1s-2s"])
-def test_parse_duration_rejects(text):
-    with pytest.raises(argparse.ArgumentTypeError):
-        parse_duration(text)
+    assert parse_args(["--metrics-address", ":9090"]).metrics_address == ":9090"
 
 
 @pytest.mark.parametrize("argv", [
     ["--workers", "0"], ["--workers", "two"], ["--log-level", "verbose"],
-    ["--batch-period", "-1s"], ["--duration", "0"], ["--leader-elect-retry-period", "0s"],
+    ["--log-format", "xml"], ["--batch-period", "-1s"], ["--batch-period", "1d"],
+    ["--duration", "0"], ["--leader-elect-retry-period", "0s"],
     ["--leader-elect", "--leader-elect-lease-name", ""], ["--unknown"], ["--work", "3"],
 ])
 def test_bad_options_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         parse_args(argv)
     assert exc.value.code == 2
-    assert "endpoint-controller: error:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("endpoint-controller: error: ")
+    assert err.endswith(" (see --help)\n") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("argv", "environ", "source"), [
@@ -115,6 +104,19 @@ def test_demo_defaults_to_on_only_for_the_embedded_server():
     assert (embedded.demo, cluster.demo, forced.demo, off.demo) == (True, False, True, False)
 
 
+@pytest.mark.parametrize(("argv", "environ", "address"), [
+    ([], {}, "127.0.0.1:0"),  # the demo: loopback, a free port
+    (["--kubeconfig", "/k"], {}, ":8080"),
+    ([], {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, ":8080"),
+    (["--metrics-bind-address", ":8080"], {}, ":8080"),
+    (["--kubeconfig", "/k", "--metrics-bind-address", "10.1.2.3:9090"], {}, "10.1.2.3:9090"),
+    (["--metrics-address", "0"], {}, "0"),
+])
+def test_metrics_bind_address_defaults(argv, environ, address):
+    command = EndpointControllerCommand(parse_args(argv), environ=environ)
+    assert command.metrics_address == address
+
+
 def test_bad_leader_election_durations_exit_2(tmp_path, api_server):
     path = api_server.write_kubeconfig(tmp_path / "kubeconfig")
     options = parse_args(["--kubeconfig", path, "--leader-elect", "--metrics-address", "0",
@@ -123,9 +125,151 @@ def test_bad_leader_election_durations_exit_2(tmp_path, api_server):
     assert EndpointControllerCommand(options, handle_signals=False).run() == 2
 
 
-def test_unreadable_kubeconfig_exits_1(tmp_path):
-    options = parse_args(["--kubeconfig", str(tmp_path / "missing"), "--metrics-address", "0"])
-    assert EndpointControllerCommand(options, handle_signals=False).run() == 1
+# -- bad input and failures, as a user meets them (a real process) --------------------------------
+
+
+def _run(args, timeout=30, **env):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    return subprocess.run([sys.executable, "-m", "controllers.endpoint", *args], cwd=ROOT,
+                          env={**environ, **env}, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _closed_port():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens once the socket is closed
+
+
+def _kubeconfig_to(path, server):
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--duration", "1d"], "argument --duration: invalid duration '1d': use a Go duration such "
+                           "as 1m30s, 500ms or 2h, or a number of seconds"),
+    (["--request-timeout", "-5"], "argument --request-timeout: invalid duration '-5': must be "
+                                  "> 0"),
+    (["--log-level", "verbose"], "argument --log-level: invalid log level 'verbose': use "
+                                 "debug, info, warning or error"),
+    (["--log-format", "xml"], "argument --log-format: invalid log format 'xml': use text or "
+                              "json"),
+    (["--metrics-bind-address", "localhost"], "argument --metrics-bind-address/--metrics-address:"
+                                              " invalid address 'localhost': the port is not a "
+                                              "number"),
+])
+def test_a_bad_flag_is_one_line_and_exit_2(argv, message):
+    result = _run(argv)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"endpoint-controller: error: {message} (see --help)\n"
+
+
+def _one_error_line(stderr):
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_a_missing_kubeconfig_is_named_without_a_traceback(tmp_path):
+    missing = tmp_path / "missing"
+    result = _run(["--kubeconfig", str(missing)])
+    assert result.returncode == 2
+    assert _one_error_line(result.stderr).endswith(
+        f" ERROR   controllers.endpoint.cli: kubeconfig {missing}: no such file or directory")
+
+
+def test_a_missing_kubeconfig_from_the_environment(tmp_path):
+    missing = tmp_path / "missing"
+    result = _run([], KUBECONFIG=str(missing))
+    assert result.returncode == 2
+    assert _one_error_line(result.stderr).endswith(
+        f" ERROR   controllers.endpoint.cli: $KUBECONFIG names no file that exists: {missing}")
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (None, "is a directory"),
+    ("hello", "not a kubeconfig (TypeError: 'str' object does not support item assignment)"),
+])
+def test_an_unreadable_kubeconfig_is_named_without_a_traceback(tmp_path, content, reason):
+    path = tmp_path / "kubeconfig"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_text(content)
+    result = _run(["--kubeconfig", str(path), "--log-format", "json"])
+    assert result.returncode == 2
+    entry = json.loads(_one_error_line(result.stderr))
+    assert {k: entry[k] for k in ("level", "logger", "message")} == {
+        "level": "ERROR", "logger": "controllers.endpoint.cli",
+        "message": f"kubeconfig {path}: {reason}"}
+
+
+def test_caches_that_never_sync_exit_1_naming_the_informers(tmp_path):
+    server = f"http://127.0.0.1:{_closed_port()}"
+    path = _kubeconfig_to(tmp_path / "kubeconfig", server)
+    result = _run(["--kubeconfig", path, "--duration", "500ms", "--metrics-address", "0"])
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    # The library's INFO lines are shown (the list progress comes from the same loggers).
+    assert " INFO    informers.manager: manager: starting informers and waiting for their " \
+        "caches\n" in result.stderr
+    errors = [line.split(" ERROR   ", 1)[1] for line in result.stderr.splitlines()
+              if " ERROR   controllers.endpoint.cli: " in line]
+    assert len(errors) == 1, result.stderr
+    prefix = "controllers.endpoint.cli: caches never synced: "
+    assert errors[0].startswith(prefix)
+    named = [part.split(" (", 1)[0] for part in errors[0][len(prefix):].split("), ")]
+    assert named == ["endpoints", "pods", "services"]
+    assert errors[0].count("(last error: list v1/") == 3
+    assert errors[0].count("Connection refused") == 3
+    assert result.stderr.splitlines()[-1].endswith("endpoint controller stopped (exit code 1)")
+
+
+def test_json_log_lines(tmp_path):
+    server = f"http://127.0.0.1:{_closed_port()}"
+    path = _kubeconfig_to(tmp_path / "kubeconfig", server)
+    result = _run(["--kubeconfig", path, "--duration", "300ms", "--metrics-address", "0",
+                   "--log-format", "json"])
+    assert result.returncode == 1
+    entries = [json.loads(line) for line in result.stderr.splitlines()]
+    assert entries and all(sorted(e) == ["fields", "level", "logger", "message", "timestamp"]
+                           for e in entries)
+    assert {e["logger"] for e in entries} >= {"controllers.endpoint.cli", "informers.manager"}
+    assert entries[-2]["message"].startswith("caches never synced: endpoints (last error: ")
+
+
+def test_two_demos_run_side_by_side():
+    """Each demo serves its metrics on loopback at a free port, so the second one starts."""
+    args = [sys.executable, "-m", "controllers.endpoint", "--duration", "1s",
+            "--demo-interval", "200ms"]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    demos = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        errs = [demo.communicate(timeout=60)[1] for demo in demos]
+    finally:
+        for demo in demos:
+            demo.kill()
+    assert [demo.returncode for demo in demos] == [0, 0], errs
+    urls = []
+    for err in errs:
+        lines = [line for line in err.splitlines()
+                 if "serving /metrics, /healthz and /readyz on " in line]
+        assert len(lines) == 1, err
+        urls.append(lines[0].rsplit(" ", 1)[1])
+    assert all(url.startswith("http://127.0.0.1:") for url in urls)
+    assert urls[0] != urls[1]
 
 
 # -- running in-process ----------------------------------------------------------------------------

@@ -13,6 +13,14 @@ else the in-cluster service account (``$KUBERNETES_SERVICE_HOST``), else the emb
 server (:class:`informers.testing.ApiServer`) with the demo workload of
 :mod:`controllers.endpoint.demo`. ``~/.kube/config`` is deliberately not read unless named, so
 ``make run`` never touches a cluster by accident.
+
+Where ``/metrics``, ``/healthz`` and ``/readyz`` are served (``--metrics-bind-address``): on
+every interface at port 8080 against a cluster, where the kubelet's probes need the port on the
+pod's IP; on loopback at a free port on the embedded server, so a demo is reachable only from
+this machine and a second demo starts beside the first.
+
+Flags, logging, kubeconfig errors and exit codes follow :mod:`controllers.command_line`, which
+``kubelet-pod-source`` shares.
 """
 
 from __future__ import annotations
@@ -20,7 +28,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -29,6 +36,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from controllers.command_line import (
+    DURATION_HELP,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandParser,
+    KubeconfigError,
+    add_logging_flags,
+    configure_logging,
+    describe_unsynced,
+    load_kubeconfig,
+    parse_duration,
+    positive_duration,
+    positive_int,
+)
 from controllers.endpoint.controller import CONTROLLER_NAME, EndpointController
 from controllers.endpoint.demo import (
     DEFAULT_INTERVAL,
@@ -46,6 +68,7 @@ from informers.clock import REAL_CLOCK
 from informers.errors import LeaderElectionConfigError, LeaderElectionLostError
 from informers.events import EventRecorder
 from informers.factory import SharedInformerFactory
+from informers.health_server import parse_address
 from informers.leaderelection import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -63,18 +86,18 @@ __all__ = [
     "DEFAULT_METRICS_ADDRESS",
     "DEFAULT_REQUEST_TIMEOUT",
     "DEFAULT_WORKERS",
+    "DEMO_METRICS_ADDRESS",
     "DEMO_SETTLE_TIMEOUT",
     "EMBEDDED",
     "IN_CLUSTER",
     "KUBECONFIG",
     "EndpointControllerCommand",
     "Options",
+    "bind_address",
     "build_parser",
     "cluster_source",
-    "configure_logging",
     "main",
     "parse_args",
-    "parse_duration",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,7 +115,12 @@ DEFAULT_LEASE_NAMESPACE = "kube-system"
 """kube-controller-manager ``--leader-elect-resource-namespace`` default."""
 
 DEFAULT_METRICS_ADDRESS = ":8080"
-"""controller-runtime's default metrics address (``--metrics-bind-address``); ``0`` disables."""
+"""Where ``/metrics``, ``/healthz`` and ``/readyz`` are served against a cluster: every
+interface, port 8080 (controller-runtime's ``--metrics-bind-address`` default), so the
+kubelet's probes reach it on the pod's IP."""
+
+DEMO_METRICS_ADDRESS = "127.0.0.1:0"
+"""The same on the embedded API server (the demo): loopback only, at a free port."""
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
 """Seconds per write request: kube-apiserver ends a non-watch request after its
@@ -105,51 +133,24 @@ KUBECONFIG = "kubeconfig"
 IN_CLUSTER = "in-cluster"
 EMBEDDED = "embedded"
 
-_LOG_LEVELS = ("debug", "info", "warning", "error")
 _SUPERVISE_POLL = 0.1  # real seconds between checks of --duration and of the manager's end
 _POOL_HEADROOM = 16  # connections beyond the workers: 3 watches, lease, events, demo, table
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6,
-                 "ns": 1e-9}
 
 
-def parse_duration(text: str) -> float:
-    """Seconds from a number (``"2"``, ``"0.5"``) or a Go duration (``"15s"``, ``"1m30s"``,
-    ``"500ms"``), as kube-controller-manager's duration flags take them.
+def bind_address(text: str) -> str:
+    """A ``--metrics-bind-address`` value: ``[HOST]:PORT`` as
+    :func:`~informers.health_server.parse_address` takes it, or ``0`` (serve nothing).
 
     Raises:
-        argparse.ArgumentTypeError: neither, or negative.
+        argparse.ArgumentTypeError: neither.
     """
-    value = text.strip()
+    if text.strip() == "0":
+        return text
     try:
-        seconds = float(value)
-    except ValueError:
-        parts = _DURATION_PART.findall(value)
-        if not parts or "".join(n + u for n, u in parts) != value:
-            raise argparse.ArgumentTypeError(
-                f"invalid duration {text!r}: use seconds (2.5) or a Go duration (1m30s, 500ms)"
-            ) from None
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
-    if seconds < 0 or seconds != seconds:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must be >= 0")
-    return seconds
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _positive_duration(text: str) -> float:
-    seconds = parse_duration(text)
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return seconds
+        parse_address(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 @dataclass(frozen=True)
@@ -167,9 +168,10 @@ class Options:
     lease_duration: float = DEFAULT_LEASE_DURATION
     renew_deadline: float = DEFAULT_RENEW_DEADLINE
     retry_period: float = DEFAULT_RETRY_PERIOD
-    metrics_address: str = DEFAULT_METRICS_ADDRESS
+    metrics_address: str | None = None  # None: DEFAULT_METRICS_ADDRESS, or the demo's
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     log_level: str = "info"
+    log_format: str = "text"
     demo: bool | None = None
     demo_seed: int = DEFAULT_SEED
     demo_interval: float = DEFAULT_INTERVAL
@@ -178,7 +180,7 @@ class Options:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (kube-controller-manager's flag names are accepted as aliases)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="endpoint-controller",
         description=(
             "Keep every selector Service's core/v1 Endpoints equal to its pods, like "
@@ -186,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
             "or an in-cluster service account it runs on an embedded API server with a demo "
             "workload."
         ),
-        allow_abbrev=False,
+        epilog=DURATION_HELP,
     )
     add = parser.add_argument
     cluster = parser.add_argument_group("cluster")
@@ -194,13 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="kubeconfig file (default: $KUBECONFIG, else in-cluster, else "
                               "the embedded API server)")
     cluster.add_argument("--context", help="kubeconfig context (default: its current one)")
-    add("--workers", "--concurrent-endpoint-syncs", type=_positive_int, default=DEFAULT_WORKERS,
+    add("--workers", "--concurrent-endpoint-syncs", type=positive_int, default=DEFAULT_WORKERS,
         metavar="N", help="Services synced at once (default %(default)s)")
     add("--batch-period", "--endpoint-updates-batch-period", type=parse_duration,
         default=DEFAULT_BATCH_PERIOD, metavar="DURATION",
         help="wait this long after a pod change before syncing, coalescing pod changes "
              "(default 0: none)")
-    add("--request-timeout", type=_positive_duration, default=DEFAULT_REQUEST_TIMEOUT,
+    add("--request-timeout", type=positive_duration, default=DEFAULT_REQUEST_TIMEOUT,
         metavar="DURATION", help="timeout of each write request (default 60s)")
     election = parser.add_argument_group("leader election")
     election.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=False,
@@ -215,21 +217,23 @@ def build_parser() -> argparse.ArgumentParser:
     election.add_argument("--leader-elect-identity", dest="identity", metavar="ID",
                           help="this replica's identity (default: <hostname>_<random uuid>)")
     election.add_argument("--leader-elect-lease-duration", dest="lease_duration",
-                          type=_positive_duration, default=DEFAULT_LEASE_DURATION,
+                          type=positive_duration, default=DEFAULT_LEASE_DURATION,
                           metavar="DURATION", help="how long a standby waits before taking over "
                           "an unrenewed lease (default 15s)")
     election.add_argument("--leader-elect-renew-deadline", dest="renew_deadline",
-                          type=_positive_duration, default=DEFAULT_RENEW_DEADLINE,
+                          type=positive_duration, default=DEFAULT_RENEW_DEADLINE,
                           metavar="DURATION", help="how long the leader retries renewing "
                           "before it steps down (default 10s)")
     election.add_argument("--leader-elect-retry-period", dest="retry_period",
-                          type=_positive_duration, default=DEFAULT_RETRY_PERIOD,
+                          type=positive_duration, default=DEFAULT_RETRY_PERIOD,
                           metavar="DURATION", help="time between attempts (default 2s)")
-    add("--metrics-address", "--metrics-bind-address", default=DEFAULT_METRICS_ADDRESS,
-        metavar="[HOST]:PORT",
-        help="serve /metrics, /healthz and /readyz here (default %(default)s; 0 disables)")
-    add("--log-level", type=str.lower, choices=_LOG_LEVELS, default="info",
-        help="default %(default)s")
+    add("--metrics-bind-address", "--metrics-address", dest="metrics_address", default=None,
+        type=bind_address, metavar="[HOST]:PORT",
+        help=f"serve /metrics, /healthz and /readyz here; no HOST: every interface; port 0: a "
+             f"free port; 0 alone: not at all (default {DEFAULT_METRICS_ADDRESS}, the port the "
+             f"probes use; on the embedded API server {DEMO_METRICS_ADDRESS}: loopback, a free "
+             f"port)")
+    add_logging_flags(parser)
     demo = parser.add_argument_group("demo and scripting")
     demo.add_argument("--demo", action=argparse.BooleanOptionalAction, default=None,
                       help="run the demo workload (services and pods that come and go) and show "
@@ -238,11 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
                            f"namespace {DEMO_NAMESPACE}: test clusters only)")
     demo.add_argument("--demo-seed", type=int, default=DEFAULT_SEED, metavar="N",
                       help="seed of the demo's changes (default %(default)s)")
-    demo.add_argument("--demo-interval", type=_positive_duration, default=DEFAULT_INTERVAL,
+    demo.add_argument("--demo-interval", type=positive_duration, default=DEFAULT_INTERVAL,
                       metavar="DURATION", help="time between demo changes (default 1s)")
-    demo.add_argument("--duration", type=_positive_duration, default=None, metavar="DURATION",
+    demo.add_argument("--duration", type=positive_duration, default=None, metavar="DURATION",
                       help="stop after this long (the demo workload stops first and the "
-                           "controller gets up to 10s to converge); default: run until signalled")
+                           "controller gets up to 10s to converge); default: run until "
+                           "signalled")
     return parser
 
 
@@ -309,8 +314,13 @@ class EndpointControllerCommand:
         self.stop_event = stop_event if stop_event is not None else threading.Event()
         self.handle_signals = handle_signals
         self.out = out if out is not None else sys.stdout
+        self._environ = os.environ if environ is None else environ
         self.source = cluster_source(options, environ)
         self.demo = options.demo if options.demo is not None else self.source == EMBEDDED
+        self.metrics_address = options.metrics_address
+        if self.metrics_address is None:
+            self.metrics_address = (DEMO_METRICS_ADDRESS if self.source == EMBEDDED
+                                    else DEFAULT_METRICS_ADDRESS)
         self.server: Any = None
         self.api_client: Any = None
         self.factory: SharedInformerFactory | None = None
@@ -333,12 +343,10 @@ class EndpointControllerCommand:
 
         configuration = client.Configuration()
         if self.source == KUBECONFIG:
-            config.load_kube_config(
-                config_file=self.options.kubeconfig, context=self.options.context,
-                client_configuration=configuration, persist_config=False,
-            )
+            configuration = load_kubeconfig(self.options.kubeconfig, self.options.context,
+                                            environ=self._environ)
             logger.info("using the cluster at %s (kubeconfig %s)", configuration.host,
-                        self.options.kubeconfig or os.environ.get("KUBECONFIG"))
+                        self.options.kubeconfig or self._environ.get("KUBECONFIG"))
         elif self.source == IN_CLUSTER:
             config.load_incluster_config(client_configuration=configuration)
             logger.info("using the in-cluster configuration (%s)", configuration.host)
@@ -405,7 +413,7 @@ class EndpointControllerCommand:
         self.manager = Manager(
             self.api_client, factory=factory, leader_election=election,
             leader_election_metrics_provider=leader_metrics,
-            health_address=opts.metrics_address, metrics_registry=registry,
+            health_address=self.metrics_address, metrics_registry=registry,
         )
         self.factory = factory
         workers = opts.workers
@@ -457,9 +465,11 @@ class EndpointControllerCommand:
         manager_stop.set()
 
     def run(self) -> int:
-        """Run until stopped; returns the exit code: 0 after a clean stop, 1 when the
-        configuration cannot be loaded, the metrics address cannot be bound, the lease was
-        lost or the controller failed, 2 for leader-election durations client-go refuses."""
+        """Run until stopped; returns the exit code (:mod:`controllers.command_line`): 0 after
+        a clean stop; 1 when the in-cluster configuration cannot be loaded, the caches never
+        synced, the metrics address cannot be bound, the lease was lost or the controller
+        failed; 2 for a kubeconfig that cannot be loaded and leader-election durations
+        client-go refuses."""
         handler = None
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             handler = SignalHandler(self.stop_event).install()
@@ -473,17 +483,20 @@ class EndpointControllerCommand:
     def _run(self) -> int:
         try:
             self.api_client = self._configuration()
+        except KubeconfigError as err:
+            logger.error("%s", err)
+            return EXIT_USAGE
         except Exception as err:
             logger.error("cannot load the cluster configuration (%s): %s", self.source, err)
-            return 1
+            return EXIT_FAILURE
         try:
             self._build()
         except LeaderElectionConfigError as err:
             logger.error("invalid leader election durations: %s", err)
-            return 2
+            return EXIT_USAGE
         except ValueError as err:
             logger.error("invalid options: %s", err)
-            return 2
+            return EXIT_USAGE
         assert self.manager is not None
         assert self.recorder is not None
         self.recorder.start()
@@ -498,19 +511,23 @@ class EndpointControllerCommand:
             )
         manager_stop = threading.Event()
         self._start_thread(lambda: self._supervise(manager_stop), "endpoint-controller-supervisor")
-        code = 0
+        code = EXIT_OK
         try:
             self.manager.start(manager_stop)
         except LeaderElectionLostError as err:
             logger.error("%s; exiting", err)
-            code = 1
+            code = EXIT_FAILURE
         except OSError as err:
-            logger.error("cannot serve metrics on %s: %s (choose another --metrics-address, "
-                         "or 0 to disable)", self.options.metrics_address, err)
-            code = 1
+            logger.error("cannot serve metrics on %s: %s (choose another "
+                         "--metrics-bind-address, or 0 to disable)", self.metrics_address, err)
+            code = EXIT_FAILURE
         except Exception:
             logger.exception("the endpoint controller failed")
-            code = 1
+            code = EXIT_FAILURE
+        else:
+            if not self.manager.caches_synced():
+                code = EXIT_FAILURE
+                self._report_unsynced()
         finally:
             self._done.set()
             self._demo_stop.set()
@@ -520,6 +537,16 @@ class EndpointControllerCommand:
             write_table(self.api_client, self.out, title="endpoints at exit")
         logger.info("endpoint controller stopped (exit code %d)", code)
         return code
+
+    def _report_unsynced(self) -> None:
+        """Log which informers never synced, with each one's last list or watch error."""
+        assert self.factory is not None
+        last_errors: dict[str, BaseException | None] = {}
+        for name, informer in self.factory.informers().items():
+            if not informer.has_synced():
+                metrics = informer.reflector_metrics()
+                last_errors[name] = None if metrics is None else metrics.last_error
+        logger.error("caches never synced: %s", describe_unsynced(last_errors))
 
     def _close(self) -> None:
         if self.recorder is not None:
@@ -532,18 +559,8 @@ class EndpointControllerCommand:
             shutil.rmtree(self._tempdir, ignore_errors=True)
 
 
-def configure_logging(level: str) -> None:
-    """Human-readable lines on stderr at ``level`` (no-op if logging is configured already)."""
-    logging.basicConfig(
-        level=getattr(logging, level.upper()),
-        format="%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``endpoint-controller`` entry point; returns the exit code."""
     options = parse_args(argv)
-    configure_logging(options.log_level)
+    configure_logging(options.log_level, options.log_format)
     return EndpointControllerCommand(options).run()

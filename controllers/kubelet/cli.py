@@ -11,6 +11,12 @@ Usage (also ``python -m controllers.kubelet``)::
 changes. With no source given the command demonstrates itself: it starts the embedded API
 server (:class:`informers.testing.ApiServer`) and a temporary manifest directory, changes both
 following a short script, and narrates each step on stderr.
+
+Flags, logging, kubeconfig errors and exit codes follow :mod:`controllers.command_line`, which
+``endpoint-controller`` shares: durations such as ``20s`` or ``1m30s``, ``--log-level`` and
+``--log-format text|json``; a bad flag or kubeconfig exits 2 with one line, and a run that
+ends before every configured source has sent its first pods exits 1 naming those sources and
+their last error.
 """
 
 from __future__ import annotations
@@ -28,9 +34,26 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import IO, Any
 
+from controllers.command_line import (
+    DURATION_HELP,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandParser,
+    KubeconfigError,
+    add_logging_flags,
+    configure_logging,
+    describe_unsynced,
+    formatter_for,
+    load_kubeconfig,
+    positive_duration,
+)
 from controllers.kubelet.agent import NodeAgent
 from controllers.kubelet.file_source import DEFAULT_FILE_CHECK_FREQUENCY
 from controllers.kubelet.pod_update import (
+    API_SOURCE,
+    FILE_SOURCE,
+    HTTP_SOURCE,
     INCREMENTAL,
     SNAPSHOT,
     SNAPSHOT_AND_UPDATES,
@@ -39,8 +62,9 @@ from controllers.kubelet.pod_update import (
 from controllers.kubelet.runtime import RecordingRuntime, TextStream
 from controllers.kubelet.url_source import DEFAULT_HTTP_CHECK_FREQUENCY, parse_headers
 from informers.clock import REAL_CLOCK
+from informers.name_validation import DNS1123_SUBDOMAIN_MAX_LENGTH, is_dns1123_subdomain
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "node_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,38 +78,62 @@ DEMO_STEP = 1.0
 """Seconds between two steps of the demonstration script."""
 
 
+def node_name(text: str) -> str:
+    """A node name as the kubelet takes it: trimmed and lower-cased (component-helpers
+    ``nodeutil.GetHostname``), and a DNS-1123 subdomain, which the API server requires of a
+    Node's name (``ValidateNodeName``, ``pkg/apis/core/validation``).
+
+    Raises:
+        argparse.ArgumentTypeError: empty, or not a DNS-1123 subdomain after lower-casing.
+    """
+    name = text.strip().lower()
+    if not name:
+        raise argparse.ArgumentTypeError("empty node name is invalid")
+    if not is_dns1123_subdomain(name):
+        raise argparse.ArgumentTypeError(
+            f"invalid node name {text!r}: a lowercase RFC 1123 subdomain of at most "
+            f"{DNS1123_SUBDOMAIN_MAX_LENGTH} characters must consist of lower case alphanumeric "
+            "characters, '-' or '.', and must start and end with an alphanumeric character"
+        )
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """The argument parser; its errors are one line and exit 2."""
+    parser = CommandParser(
         prog="kubelet-pod-source",
         description="Merge a node's pod sources (manifest files, a manifest URL and the API "
         "server) the way a kubelet does and print the update stream or the running pod set. "
         "Without any source, run a self-contained demonstration.",
+        epilog=DURATION_HELP,
     )
-    parser.add_argument("--node-name", default=None,
-                        help="node name (default: the host name, lower-cased, as the kubelet)")
-    parser.add_argument("--pod-manifest-path", default=None,
+    parser.add_argument("--node-name", type=node_name, default=None, metavar="NAME",
+                        help="node name, lower-cased, a DNS-1123 subdomain (default: the host "
+                             "name, lower-cased, as the kubelet)")
+    parser.add_argument("--pod-manifest-path", default=None, metavar="PATH",
                         help="directory or file of static pod manifests")
-    parser.add_argument("--manifest-url", default=None, help="URL of static pod manifests")
+    parser.add_argument("--manifest-url", default=None, metavar="URL",
+                        help="URL of static pod manifests")
     parser.add_argument("--manifest-url-header", action="append", default=[],
                         metavar="KEY:VALUE", help="header for the manifest URL (repeatable)")
-    parser.add_argument("--kubeconfig", default=None,
+    parser.add_argument("--kubeconfig", default=None, metavar="PATH",
                         help="kubeconfig of the API server whose pods bound to the node to follow")
-    parser.add_argument("--file-check-frequency", type=float,
-                        default=DEFAULT_FILE_CHECK_FREQUENCY,
-                        help="seconds between rescans of the manifest path (default 20)")
-    parser.add_argument("--http-check-frequency", type=float,
-                        default=DEFAULT_HTTP_CHECK_FREQUENCY,
-                        help="seconds between polls of the manifest URL (default 20)")
+    parser.add_argument("--file-check-frequency", type=positive_duration,
+                        default=DEFAULT_FILE_CHECK_FREQUENCY, metavar="DURATION",
+                        help="time between rescans of the manifest path (default 20s)")
+    parser.add_argument("--http-check-frequency", type=positive_duration,
+                        default=DEFAULT_HTTP_CHECK_FREQUENCY, metavar="DURATION",
+                        help="time between polls of the manifest URL (default 20s)")
     parser.add_argument("--mode", choices=sorted(MODES), default="incremental",
                         help="PodConfig notification mode (default incremental, the kubelet's)")
     parser.add_argument("--output", choices=("json", "pods"), default="json",
                         help="json: the update stream as JSON lines; pods: the running pod set")
-    parser.add_argument("--duration", type=float, default=None,
-                        help="stop after this many seconds (default: until interrupted; the "
+    parser.add_argument("--duration", type=positive_duration, default=None, metavar="DURATION",
+                        help="stop after this long (default: until interrupted; the "
                         "demonstration stops after its script)")
-    parser.add_argument("--log-level", default="WARNING",
-                        help="log level for stderr (default WARNING)")
-    parser.add_argument("--demo-step", type=float, default=DEMO_STEP, help=argparse.SUPPRESS)
+    add_logging_flags(parser)
+    parser.add_argument("--demo-step", type=positive_duration, default=DEMO_STEP,
+                        help=argparse.SUPPRESS)
     return parser
 
 
@@ -178,9 +226,39 @@ def _make_agent(args: argparse.Namespace, node_name: str, out: TextStream, *,
     )
 
 
+def _unsynced_sources(agent: NodeAgent) -> dict[str, BaseException | str | None]:
+    """The configured sources the sync loop has not seen yet, with each one's last error."""
+    seen = agent.sync_loop.seen_sources
+    unsynced: dict[str, BaseException | str | None] = {}
+    for name in agent.sources:
+        if name in seen:
+            continue
+        error: BaseException | str | None = None
+        if name == API_SOURCE and agent.api_source is not None:
+            error = agent.api_source.reflector.metrics.last_error
+        elif name == HTTP_SOURCE and agent.url_source is not None:
+            error = agent.url_source.last_error
+        elif name == FILE_SOURCE and agent.file_source is not None:
+            error = "; ".join(agent.file_source.last_errors.values()) or None
+        unsynced[name] = error
+    return unsynced
+
+
+def _exit_code(agent: NodeAgent) -> int:
+    """:data:`EXIT_OK`, or :data:`EXIT_FAILURE` with an error line when a source never
+    sent its first pods (checked after the agent stopped, so nothing changes any more)."""
+    unsynced = _unsynced_sources(agent)
+    if not unsynced:
+        return EXIT_OK
+    logger.error("pod sources never synced: %s", describe_unsynced(unsynced))
+    return EXIT_FAILURE
+
+
 def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None,
          err: IO[str] | None = None, stop: threading.Event | None = None) -> int:
-    """Run the command; returns the exit status.
+    """Run the command; returns the exit status (:mod:`controllers.command_line`): 0 after a
+    clean stop, 1 when a configured source never sent its first pods, 2 for a kubeconfig
+    that cannot be loaded. A bad flag exits 2 from the parser.
 
     Args:
         argv: arguments (default ``sys.argv[1:]``).
@@ -190,28 +268,36 @@ def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None,
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    err = err if err is not None else sys.stderr
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         parse_headers(args.manifest_url_header)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.node_name is None:
+        try:
+            args.node_name = node_name(socket.gethostname())
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"the host name is no node name, pass --node-name: {exc}")
+    err = err if err is not None else sys.stderr
+    configure_logging(args.log_level, args.log_format)
+    api_client = None
+    if args.kubeconfig:
+        from kubernetes import client
+
+        try:
+            configuration = load_kubeconfig(args.kubeconfig)
+        except KubeconfigError as exc:
+            logger.error("%s", exc)
+            return EXIT_USAGE
+        api_client = client.ApiClient(configuration)
     if stop is None:
         stop = threading.Event()
         _install_signals(stop)
     if args.duration is not None:
         _stop_after(stop, args.duration)
     sink = _StopOnClosedOutput(out if out is not None else sys.stdout, stop)
-    node_name = args.node_name or socket.gethostname().lower()
     if not (args.pod_manifest_path or args.manifest_url or args.kubeconfig):
-        return _demo(args, node_name, sink, err, stop)
-    api_client = None
-    if args.kubeconfig:
-        from kubernetes import config as kube_config
-
-        api_client = kube_config.new_client_from_config(config_file=args.kubeconfig)
-    agent = _make_agent(args, node_name, sink, pod_manifest_path=args.pod_manifest_path,
+        return _demo(args, args.node_name, sink, err, stop)
+    agent = _make_agent(args, args.node_name, sink, pod_manifest_path=args.pod_manifest_path,
                         api_client=api_client, file_check_frequency=args.file_check_frequency)
     agent.start()
     try:
@@ -220,7 +306,7 @@ def main(argv: Sequence[str] | None = None, *, out: IO[str] | None = None,
         agent.stop()
         if api_client is not None:
             api_client.close()
-    return 0
+    return _exit_code(agent)
 
 
 # -- demonstration ---------------------------------------------------------------------------
@@ -252,8 +338,13 @@ def _demo(args: argparse.Namespace, node_name: str, out: TextStream, err: IO[str
           stop: threading.Event) -> int:
     from informers.testing import ApiServer
 
+    formatter = formatter_for(args.log_format)
+
     def say(text: str) -> None:
-        err.write(f"demo: {text}\n")
+        # Formatted like the log lines beside it, but always shown: it is the demo's output.
+        record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, "demo: %s", (text,),
+                                   None)
+        err.write(formatter.format(record) + "\n")
         err.flush()
 
     def step() -> bool:
@@ -319,4 +410,4 @@ def _demo(args: argparse.Namespace, node_name: str, out: TextStream, err: IO[str
         finally:
             agent.stop()
             api_client.close()
-    return 0
+    return _exit_code(agent)
