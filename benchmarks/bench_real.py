@@ -165,8 +165,9 @@ def _client(kubeconfig: str) -> Any:
     return config.new_client_from_config(config_file=kubeconfig)
 
 
-def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool) -> int:
-    from informers import ResourceEventHandlerFuncs, SharedInformerFactory
+def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
+               tuned: bool = True) -> int:
+    from informers import MemoryTuning, ResourceEventHandlerFuncs, SharedInformerFactory
     from informers.list_watch import ListOptions
 
     def pin(options: ListOptions) -> None:
@@ -175,7 +176,8 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool) 
             options.resource_version = rv
             options.resource_version_match = "Exact"
 
-    factory = SharedInformerFactory(_client(kubeconfig), tweak_list_options=pin if rv else None)
+    factory = SharedInformerFactory(_client(kubeconfig), tweak_list_options=pin if rv else None,
+                                    memory_tuning=MemoryTuning() if tuned else None)
     informer = factory.core().v1().pods().informer()
     state = {"seen": 0, "first": 0.0, "last": 0.0}
     done = threading.Event()
@@ -301,13 +303,19 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
                       repeat: int, official: bool, profile: bool,
                       log: Callable[[str], None]) -> dict[str, ClientFigures]:
     kubeconfig = plane.kubeconfig_path
-    figures = {"client-go": ClientFigures(), "ours": ClientFigures()}
+    # "ours" runs with informers.MemoryTuning on (as the bundled commands do), "ours-untuned"
+    # with the library's default (no GC or C-heap tuning).
+    figures = {"client-go": ClientFigures(), "ours": ClientFigures(),
+               "ours-untuned": ClientFigures()}
     if official:
         figures["official"] = ClientFigures()
 
     def spawn(client: str, *args: str) -> subprocess.Popen[str]:
         if client == "client-go":
             return spawn_go(binary, kubeconfig, *args)
+        if client == "ours-untuned":
+            return spawn_child("ours", kubeconfig, "--pods", str(pods), "--memory-tuning=off",
+                               *args)
         return spawn_child(client, kubeconfig, "--pods", str(pods), *args)
 
     for client, fig in list(figures.items()):
@@ -407,6 +415,18 @@ def report(pods: int, figures: dict[str, ClientFigures], churns: dict[str, Churn
                  f"{min(official.rss) / 1e6:.0f} MB" if official else "-",
                  f"{min(ours.rss) / min(go.rss):.2f}x",
                  f"{min(ours.rss) / min(official.rss):.2f}x" if official else "-", "-", "-"])
+    untuned = figures.get("ours-untuned")
+    if untuned is not None and untuned.syncs:
+        rows.append(["initial sync, ours with memory tuning off", f"{untuned.sync:.2f} s",
+                     f"{go.sync:.2f} s", "-", f"{untuned.sync / go.sync:.2f}x", "-", "-", "-"])
+        if untuned.events_per_second:
+            rows.append(["watch events/s, ours with memory tuning off",
+                         f"{untuned.events_per_second:,.0f}", f"{go.events_per_second:,.0f}",
+                         "-", f"{untuned.events_per_second / go.events_per_second:.2f}x", "-",
+                         "-", "-"])
+        rows.append(["memory per cached pod, ours with memory tuning off",
+                     f"{untuned.per_pod / 1e3:.1f} KB", f"{go.per_pod / 1e3:.1f} KB", "-",
+                     f"{untuned.per_pod / go.per_pod:.2f}x", "-", "-", "-"])
     text = table(rows)
     if churns:
         kcm, mine = churns["kube-controller-manager"], churns["ours"]
@@ -454,12 +474,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="profile one sync of ours (sampling, every thread)")
     parser.add_argument("--child", choices=("ours", "official"), help=argparse.SUPPRESS)
+    parser.add_argument("--memory-tuning", choices=("on", "off"), default="on",
+                        help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     parser.add_argument("--rv", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     pods = args.pods or (2_000 if args.quick else 10_000)
     if args.child == "ours":
-        return child_ours(args.kubeconfig, pods, args.rv, args.events or 0, args.profile)
+        return child_ours(args.kubeconfig, pods, args.rv, args.events or 0, args.profile,
+                          args.memory_tuning == "on")
     if args.child == "official":
         return child_official(args.kubeconfig, pods, args.rv, args.events or 0)
 

@@ -24,7 +24,8 @@ def wait_for_cache_sync(
     clock: Clock = REAL_CLOCK,
     timeout: float | None = None,
 ) -> bool:
-    """Poll ``has_synced_funcs`` at once and then every 100 ms until all return true.
+    """Poll ``has_synced_funcs`` at once and then every 100 ms until all return true (each
+    poll asks every function).
 
     Args:
         stop_event: ends the wait early when set (``None``: never).
@@ -44,7 +45,8 @@ def wait_for_cache_sync(
     stop = stop_event if stop_event is not None else threading.Event()
     deadline = None if timeout is None else clock.now() + timeout
     while True:
-        if all(fn() for fn in has_synced_funcs):
+        pending = [fn for fn in has_synced_funcs if not fn()]
+        if not pending:
             return True
         if stop.is_set():
             logger.info("stop requested while waiting for caches to sync")
@@ -54,11 +56,10 @@ def wait_for_cache_sync(
             remaining = deadline - clock.now()
             if remaining <= 0:
                 raise CacheSyncTimeoutError(
-                    {_name_of(fn): _last_error_of(fn) for fn in has_synced_funcs if not fn()},
-                    timeout or 0.0)
+                    {_name_of(fn): _last_error_of(fn) for fn in pending}, timeout or 0.0)
             wait = min(wait, remaining)
         if clock.sleep(wait, stop):
-            if all(fn() for fn in has_synced_funcs):
+            if all(fn() for fn in pending):
                 return True
             logger.info("stop requested while waiting for caches to sync")
             return False

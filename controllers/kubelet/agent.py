@@ -34,6 +34,7 @@ from controllers.kubelet.sync_loop import (
 )
 from controllers.kubelet.url_source import DEFAULT_HTTP_CHECK_FREQUENCY, URLSource
 from informers.clock import REAL_CLOCK, Clock
+from informers.memory import MemoryTuning
 
 __all__ = ["NodeAgent"]
 
@@ -70,6 +71,8 @@ class NodeAgent:
         housekeeping_period: seconds between housekeeping runs.
         observer: sees every update before it is dispatched.
         file_watch: use inotify for the manifest path (``None``: where available).
+        memory_tuning: the api source's opt-in GC pause while it lists
+            (:class:`~informers.memory.MemoryTuning`); ``None``: none.
     """
 
     def __init__(
@@ -90,6 +93,7 @@ class NodeAgent:
         housekeeping_period: float = DEFAULT_HOUSEKEEPING_PERIOD,
         observer: Callable[[PodUpdate], None] | None = None,
         file_watch: bool | None = None,
+        memory_tuning: MemoryTuning | None = None,
     ) -> None:
         self.node_name = node_name
         self.config = PodConfig(mode, clock=clock)
@@ -112,7 +116,8 @@ class NodeAgent:
             self.url_source = None
         if api_client is not None:
             self.api_source: APIServerSource | None = APIServerSource(
-                api_client, node_name, self.config.channel(API_SOURCE), clock=clock
+                api_client, node_name, self.config.channel(API_SOURCE), clock=clock,
+                memory_tuning=memory_tuning,
             )
             self.sources[API_SOURCE] = self.api_source
         else:

@@ -22,6 +22,7 @@ from informers.client import list_watch_from_client
 from informers.clock import REAL_CLOCK, Clock
 from informers.keys import meta_namespace_key_func
 from informers.list_watch import ListWatch
+from informers.memory import MemoryTuning
 from informers.reflector import Reflector
 from informers.reflector_options import ReflectorOptions
 from informers.undelta_store import UndeltaStore
@@ -54,6 +55,8 @@ class APIServerSource:
         list_watch: use this ListWatch instead of one built from ``api_client`` (tests).
         reflector_options: for the :class:`~informers.reflector.Reflector` (e.g. ``backoff``,
             ``page_size``); default client-go's.
+        memory_tuning: the reflector's opt-in GC pause while it lists
+            (:class:`~informers.memory.MemoryTuning`); ``None``: none.
     """
 
     def __init__(
@@ -65,6 +68,7 @@ class APIServerSource:
         clock: Clock = REAL_CLOCK,
         list_watch: ListWatch | None = None,
         reflector_options: ReflectorOptions | None = None,
+        memory_tuning: MemoryTuning | None = None,
     ) -> None:
         self.node_name = node_name
         self.channel = channel
@@ -81,6 +85,7 @@ class APIServerSource:
             name=f"kubelet-api-source-{node_name}",
             resync_period=0.0,
             clock=clock,
+            memory_tuning=memory_tuning,
         )
         self._thread: threading.Thread | None = None
 

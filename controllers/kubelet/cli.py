@@ -62,6 +62,7 @@ from controllers.kubelet.pod_update import (
 from controllers.kubelet.runtime import RecordingRuntime, TextStream
 from controllers.kubelet.url_source import DEFAULT_HTTP_CHECK_FREQUENCY, parse_headers
 from informers.clock import REAL_CLOCK
+from informers.memory import MemoryTuning
 from informers.name_validation import DNS1123_SUBDOMAIN_MAX_LENGTH, is_dns1123_subdomain
 
 __all__ = ["build_parser", "main", "node_name"]
@@ -218,6 +219,7 @@ def _make_agent(args: argparse.Namespace, node_name: str, out: TextStream, *,
         manifest_url=args.manifest_url,
         manifest_url_headers=parse_headers(args.manifest_url_header),
         api_client=api_client,
+        memory_tuning=MemoryTuning(),  # a process of our own: the opt-in tuning is on
         file_check_frequency=file_check_frequency,
         http_check_frequency=args.http_check_frequency,
         mode=MODES[args.mode],
