@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controllers.endpoint.desired import (
@@ -39,6 +39,7 @@ from controllers.endpoint.trigger_time import TriggerTimeTracker
 from controllers.endpoint.write_echoes import Echo, WriteEchoTracker
 from controllers.endpoint.writer import EndpointsWriter, EventRecorderLike
 from informers.clock import REAL_CLOCK, Clock
+from informers.controller.controller import LEADERSHIP_POLL
 from informers.errors import ApiConnectionError, InformersError, NotFoundError, StatusError
 from informers.keys import (
     DeletedFinalStateUnknown,
@@ -61,6 +62,7 @@ __all__ = [
     "MAX_RETRIES",
     "EndpointController",
     "EventRecorderLike",
+    "NotLeadingError",
     "StaleEndpointsCacheError",
 ]
 
@@ -85,6 +87,14 @@ class StaleEndpointsCacheError(InformersError):
     Raised by :meth:`EndpointController.sync_service` so the key is retried with rate limiting
     once the cache has caught up (endpoints_controller.go: "endpoints informer cache is out of
     date").
+    """
+
+
+class NotLeadingError(InformersError):
+    """This process may no longer act as leader (``leader_check`` answered ``False``).
+
+    Raised by :meth:`EndpointController.sync_service` right before a write; the worker puts
+    the key back in the queue, without counting a retry, for when leadership is confirmed.
     """
 
 
@@ -163,6 +173,17 @@ class EndpointController:
     syncs of one Service never overlap. Cached objects are never mutated: writes deep-copy
     them. :meth:`run` may be called once.
 
+    **Leadership**: with a ``leader_check`` (e.g. :meth:`Manager.is_leader
+    <informers.manager.Manager.is_leader>`, which is false as soon as the lease's last renewal
+    is older than the renew deadline, e.g. after the process was paused), a worker asks it
+    before taking a key, again before syncing the key it got, and the sync asks it right
+    before each write (create, update, delete). While it answers ``False`` no sync starts and
+    no write is sent: keys stay queued, their retry counts unchanged, and the workers check
+    again every :data:`~informers.controller.controller.LEADERSHIP_POLL` seconds. Only a
+    write already on its way when the process froze can still arrive (there is no fencing);
+    an update then carries the resourceVersion it read, so it fails with 409 Conflict if the
+    new leader wrote that Endpoints first.
+
     **Staleness**: listers lag the server. A cached Endpoints older than one this controller
     replaced is detected (stale tracker) and the sync retried; any other lag is healed by the
     events that follow.
@@ -191,6 +212,9 @@ class EndpointController:
         request_timeout: seconds per API request; ``None``: the client's default (none). A
             request that never returns blocks its worker, and :meth:`run`'s shutdown.
         name: the controller name in logs and cache-sync messages.
+        leader_check: ``None`` (always act) or a cheap callable answering whether this process
+            may act as leader now (see *Leadership*); also settable as the attribute
+            :attr:`leader_check` before :meth:`run`.
     """
 
     def __init__(
@@ -210,6 +234,7 @@ class EndpointController:
         watch_endpoints_updates: bool = True,
         request_timeout: float | None = None,
         name: str = CONTROLLER_NAME,
+        leader_check: Callable[[], bool] | None = None,
     ) -> None:
         if batch_period < 0:
             raise ValueError(f"batch_period must be >= 0, got {batch_period!r}")
@@ -218,6 +243,7 @@ class EndpointController:
         self.max_retries = max_retries
         self.metrics = metrics if metrics is not None else SyncMetrics()
         self.watch_endpoints_updates = watch_endpoints_updates
+        self.leader_check = leader_check
         self._clock = clock
         self.queue = RateLimitingQueue(
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock),
@@ -412,27 +438,52 @@ class EndpointController:
             self._enqueue_service(endpoints)
 
     def _worker(self, stop_event: threading.Event) -> None:
-        while self.process_next_work_item(stop_event):
+        while self._await_leadership(stop_event) and self.process_next_work_item(stop_event):
             pass
 
+    def _await_leadership(self, stop_event: threading.Event) -> bool:
+        """Wait until ``leader_check()`` holds (True) or the worker should end (False)."""
+        check = self.leader_check
+        while check is not None and not check():
+            if self.queue.shutting_down():
+                return False
+            if self._clock.sleep(LEADERSHIP_POLL, stop_event):
+                return False
+        return True
+
+    def _ensure_leading(self, key: str) -> None:
+        check = self.leader_check
+        if check is not None and not check():
+            raise NotLeadingError(f"not leading: endpoints {key} left for the leader")
+
     def process_next_work_item(self, stop_event: threading.Event | None = None) -> bool:
-        """Take one key, sync it and handle the result; ``False`` once the worker should end."""
+        """Take one key, sync it and handle the result; ``False`` once the worker should end.
+
+        A key taken, or a sync aborted before a write, while ``leader_check`` answers
+        ``False`` is put back in the queue (no sync is recorded, no retry counted).
+        """
         key, shutdown = self.queue.get()
         if shutdown:
             return False
         try:
             if stop_event is not None and stop_event.is_set():
                 return False  # stop taking work; the key is dropped with the queue
+            if self.leader_check is not None and not self.leader_check():
+                self.queue.add(key)  # queued again by done(): for when leadership returns
+                return True
             start = self._clock.now()
             result = "error"
             try:
                 result = self.sync_service(str(key))
+            except NotLeadingError as err:
+                logger.info("Not syncing service %s: %s", key, err)
+                self.queue.add(key)
+                return True
             except Exception as err:
                 self.handle_err(err, key)
             else:
                 self.handle_err(None, key)
-            finally:
-                self.metrics.observe_sync(result, self._clock.now() - start)
+            self.metrics.observe_sync(result, self._clock.now() - start)
             return True
         finally:
             self.queue.done(key)
@@ -471,6 +522,7 @@ class EndpointController:
         try:
             service = self._services.by_namespace(namespace).get(name)
         except NotFoundError:
+            self._ensure_leading(key)
             if self.writer.delete(namespace, name):
                 logger.debug("Deleted endpoints %s: its service is gone", key)
             self._trigger_times.delete_service(namespace, name)
@@ -528,6 +580,7 @@ class EndpointController:
     def _write(
         self, key: str, namespace: str, current: Any, new: dict[str, Any], creating: bool
     ) -> str:
+        self._ensure_leading(key)
         track = self.watch_endpoints_updates
         if track:  # before sending: the echo may be delivered before the write returns
             self._echoes.write_started(key)
