@@ -23,6 +23,7 @@ from controllers.endpoint.desired import (
     endpoints_up_to_date,
     string_map,
 )
+from controllers.endpoint.event_handler import EventHandler, informer_and_lister, register
 from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.json_values import meta_of as _meta
 from controllers.endpoint.membership import (
@@ -47,9 +48,6 @@ from informers.keys import (
     split_meta_namespace_key,
 )
 from informers.labels import EVERYTHING
-from informers.listers import Lister
-from informers.resources import lookup
-from informers.shared_informer import SharedIndexInformer
 from informers.wait import wait_for_named_cache_sync
 from informers.workqueue import RateLimitingQueue
 from informers.workqueue.metrics import MetricsProvider
@@ -91,58 +89,8 @@ class StaleEndpointsCacheError(InformersError):
 
 
 class NotLeadingError(InformersError):
-    """This process may no longer act as leader (``leader_check`` answered ``False``).
-
-    Raised by :meth:`EndpointController.sync_service` right before a write; the worker puts
-    the key back in the queue, without counting a retry, for when leadership is confirmed.
-    """
-
-
-def _informer_and_lister(source: Any, plural: str) -> tuple[Any, Any]:
-    """Accept a factory's typed informer (``.informer()`` / ``.lister()``) or a bare informer."""
-    informer_fn = getattr(source, "informer", None)
-    lister_fn = getattr(source, "lister", None)
-    if callable(informer_fn) and callable(lister_fn):
-        return informer_fn(), lister_fn()
-    return source, Lister(source.get_indexer(), lookup(plural))
-
-
-def _register(informer: Any, handler: _Handler) -> Any:
-    """Add ``handler`` to ``informer``: ``synchronous`` (called on the thread that writes the
-    cache) when it is a :class:`SharedIndexInformer`, since the handlers only enqueue keys and
-    that saves a thread hand-off per event; else as the informer-like object registers
-    handlers."""
-    if isinstance(informer, SharedIndexInformer):
-        return informer.add_event_handler(handler, synchronous=True)
-    return informer.add_event_handler(handler)
-
-
-class _Handler:
-    """A ResourceEventHandler that forwards to three callables and never lets them raise."""
-
-    def __init__(self, name: str, on_add: Any, on_update: Any, on_delete: Any) -> None:
-        self._name = name
-        self._add, self._update, self._delete = on_add, on_update, on_delete
-
-    def _guard(self, fn: Any, *args: Any) -> None:
-        if fn is None:
-            return
-        try:
-            fn(*args)
-        except Exception:
-            logger.exception("%s: %s event handler failed", CONTROLLER_NAME, self._name)
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._guard(self._add, obj, is_in_initial_list)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self._guard(self._update, old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        self._guard(self._delete, obj)
-
-    def __repr__(self) -> str:
-        return f"<{CONTROLLER_NAME} {self._name} handler>"
+    """Raised by :meth:`EndpointController.sync_service` instead of a write when
+    ``leader_check`` answers ``False``; the worker puts the key back (no retry counted)."""
 
 
 class EndpointController:
@@ -173,16 +121,11 @@ class EndpointController:
     syncs of one Service never overlap. Cached objects are never mutated: writes deep-copy
     them. :meth:`run` may be called once.
 
-    **Leadership**: with a ``leader_check`` (e.g. :meth:`Manager.is_leader
-    <informers.manager.Manager.is_leader>`, which is false as soon as the lease's last renewal
-    is older than the renew deadline, e.g. after the process was paused), a worker asks it
-    before taking a key, again before syncing the key it got, and the sync asks it right
-    before each write (create, update, delete). While it answers ``False`` no sync starts and
-    no write is sent: keys stay queued, their retry counts unchanged, and the workers check
-    again every :data:`~informers.controller.controller.LEADERSHIP_POLL` seconds. Only a
-    write already on its way when the process froze can still arrive (there is no fencing);
-    an update then carries the resourceVersion it read, so it fails with 409 Conflict if the
-    new leader wrote that Endpoints first.
+    **Leadership**: a ``leader_check`` (e.g. :meth:`Manager.is_leader
+    <informers.manager.Manager.is_leader>`) is asked before taking a key, before syncing it
+    and right before each write; while it answers ``False`` nothing is synced or written, keys
+    stay queued (retry counts unchanged) and workers re-ask every ``LEADERSHIP_POLL`` s. Only
+    a write already sent when the process froze can still arrive (no fencing).
 
     **Staleness**: listers lag the server. A cached Endpoints older than one this controller
     replaced is detected (stale tracker) and the sync retried; any other lag is healed by the
@@ -265,9 +208,9 @@ class EndpointController:
         self._run_lock = threading.Lock()
         self._ran = False
 
-        self._pod_informer, self._pods = _informer_and_lister(pod_informer, "pods")
-        self._service_informer, self._services = _informer_and_lister(service_informer, "services")
-        self._endpoints_informer, self._endpoints = _informer_and_lister(
+        self._pod_informer, self._pods = informer_and_lister(pod_informer, "pods")
+        self._service_informer, self._services = informer_and_lister(service_informer, "services")
+        self._endpoints_informer, self._endpoints = informer_and_lister(
             endpoints_informer, "endpoints"
         )
         self._pod_selector = PodSelector(self._pod_informer, self._pods, self.name)
@@ -275,13 +218,14 @@ class EndpointController:
             self._service_informer, self._services, self.name
         )
         registrations = [
-            _register(self._service_informer, _Handler(
-                "service", self._on_service_add, self._on_service_update,
+            register(self._service_informer, EventHandler(
+                CONTROLLER_NAME, "service", self._on_service_add, self._on_service_update,
                 self._on_service_delete)),
-            _register(self._pod_informer, _Handler(
-                "pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)),
-            _register(self._endpoints_informer, _Handler(
-                "endpoints", self._on_endpoints_add, self._on_endpoints_update,
+            register(self._pod_informer, EventHandler(
+                CONTROLLER_NAME, "pod", self._on_pod_add, self._on_pod_update,
+                self._on_pod_delete)),
+            register(self._endpoints_informer, EventHandler(
+                CONTROLLER_NAME, "endpoints", self._on_endpoints_add, self._on_endpoints_update,
                 self._on_endpoints_delete)),
         ]
         informers = (self._service_informer, self._pod_informer, self._endpoints_informer)
@@ -458,10 +402,7 @@ class EndpointController:
 
     def process_next_work_item(self, stop_event: threading.Event | None = None) -> bool:
         """Take one key, sync it and handle the result; ``False`` once the worker should end.
-
-        A key taken, or a sync aborted before a write, while ``leader_check`` answers
-        ``False`` is put back in the queue (no sync is recorded, no retry counted).
-        """
+        A key taken or a sync aborted while not leading is put back (no sync recorded)."""
         key, shutdown = self.queue.get()
         if shutdown:
             return False
