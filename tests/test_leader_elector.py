@@ -354,6 +354,32 @@ def test_takes_over_immediately_after_release(api, lease_name):
     b.halt()
 
 
+def test_the_lease_is_released_only_after_the_guarded_code_returned(api, lease_name):
+    seen = []
+
+    class Guarded(Participant):
+        def _on_started(self, leader_stop):
+            leader_stop.wait()
+            time.sleep(0.2)  # still finishing what the lease guards
+            seen.append(read_spec(api, lease_name)["holderIdentity"])
+
+    a = Guarded(api, "a", lease_name, release_on_cancel=True)
+    a.thread.start()
+    wait_until(lambda: a.elector.leading(), what="a to lead")
+    a.halt()
+    assert seen == ["a"]  # run() waited for it before releasing
+    assert read_spec(api, lease_name)["holderIdentity"] == ""
+
+
+def test_run_joins_its_callback_threads(api, lease_name):
+    a = Participant(api, "a", lease_name)
+    a.start(wait_for="leading")
+    wait_until(lambda: a.new_leaders() == ["a"], what="on_new_leader")
+    a.halt()
+    assert a.leader_stop_seen.is_set()  # on_started_leading had returned: no wait needed
+    assert [t.name for t in threading.enumerate() if t.name.startswith("leader-elector-")] == []
+
+
 def test_release_observed_then_takeover_reports_empty_leader(api, server, lease_name):
     a = Participant(api, "a", lease_name, release_on_cancel=True)
     a.start(wait_for="leading")

@@ -94,9 +94,9 @@ class LeaderElector:
     ``on_new_leader(identity)`` is called in a new thread whenever the observed holder differs
     from the last one reported: the first holder seen, this participant itself, and ``""``
     when a release is observed before anyone else takes over. No callback ever blocks the
-    election loop, and callbacks are not joined: ``on_started_leading`` must return promptly
-    once ``leader_stop`` is set, because after :meth:`run` returns another participant may
-    lead (and with ``release_on_cancel`` it may lead at once).
+    election loop; :meth:`run` joins the callback threads before it returns, so
+    ``on_started_leading`` must return promptly once ``leader_stop`` is set (and
+    ``on_new_leader`` promptly at all), or :meth:`run` waits for it.
 
     Thread safety: :meth:`run` is called once, from one thread. :meth:`leading`,
     :meth:`is_leader`, :meth:`get_leader` and :meth:`check` may be called from any thread;
@@ -173,6 +173,7 @@ class LeaderElector:
         self._observed_raw_record: bytes | None = None
         self._reported_leader = ""
         self._leader_thread: threading.Thread | None = None
+        self._notify_threads: list[threading.Thread] = []  # on_new_leader calls
 
         self._metrics.off(self.name)
 
@@ -253,11 +254,18 @@ class LeaderElector:
         Call it once per elector. Never raises for lock or callback failures (they are
         logged). To run again after losing leadership, build a new elector (client-go
         controllers usually exit instead).
+
+        Stop order once leading ends: :meth:`leading` turns false and ``leader_stop`` is set;
+        the ``on_started_leading`` thread is joined (so the lease is released only after the
+        code it guards has returned); the lease is released (``release_on_cancel``); the
+        ``on_new_leader`` threads are joined; ``on_stopped_leading()`` is called.
         """
         leader_stop = threading.Event()
+        led = False
         try:
             if not self._acquire(stop):
                 return
+            led = True
             self._set_leading(True)
             self._leader_thread = threading.Thread(
                 target=self._call_started_leading,
@@ -270,6 +278,15 @@ class LeaderElector:
         finally:
             self._set_leading(False)
             leader_stop.set()
+            if self._leader_thread is not None:
+                self._leader_thread.join()
+            if led:
+                if self.release_on_cancel:
+                    self._release()
+                self._lock_record_event("stopped leading")
+            for thread in self._notify_threads:
+                thread.join()
+            self._notify_threads.clear()
             self._metrics.off(self.name)
             try:
                 self._on_stopped_leading()
@@ -302,7 +319,7 @@ class LeaderElector:
         return False
 
     def _renew(self, stop: threading.Event, leader_stop: threading.Event) -> None:
-        """Renew every ``retry_period`` until a renewal misses ``renew_deadline`` or ``stop``."""
+        """Renew every ``retry_period`` until this participant must step down or ``stop``."""
         desc = self._lock.describe()
         try:
             while not stop.is_set():
@@ -332,12 +349,9 @@ class LeaderElector:
                         "still leading" if self.leading() else
                         "leadership in doubt until the lease is renewed",
                     )
+        finally:
             self._set_leading(False)
             leader_stop.set()
-            if self.release_on_cancel:
-                self._release()
-        finally:
-            self._lock_record_event("stopped leading")
 
     def _renew_within_deadline(self, stop: threading.Event) -> bool | None:
         """Retry every ``retry_period`` for up to ``renew_deadline``, but give up at once when
@@ -512,12 +526,15 @@ class LeaderElector:
         self._reported_leader = holder
         if self._on_new_leader is None:
             return
-        threading.Thread(
+        thread = threading.Thread(
             target=self._call_new_leader,
             args=(holder,),
             name=f"leader-elector-new-leader-{self.name or self._lock.describe()}",
             daemon=True,
-        ).start()
+        )
+        self._notify_threads = [t for t in self._notify_threads if t.is_alive()]
+        self._notify_threads.append(thread)
+        thread.start()
 
     def _call_new_leader(self, identity: str) -> None:
         assert self._on_new_leader is not None
