@@ -137,6 +137,13 @@ class Manager:
     leader-only runnable is still running, so the lease then expires instead); (3) stop the
     informers (``factory.shutdown()``); (4) stop the health and metrics server.
 
+    **Acting only while leading**: :meth:`is_leader` is false as soon as leadership is in
+    doubt (:meth:`LeaderElector.leading <informers.leaderelection.LeaderElector.leading>`:
+    the last successful renewal is older than the renew deadline, e.g. after the process was
+    paused), not only once the elector gives up. A leader-only :class:`Controller` added with
+    :meth:`add` asks it before every reconcile (its ``leader_check``); other leader-only
+    runnables, and reconciles that write, should ask it before each action.
+
     Losing the lease while running stops the manager and makes :meth:`start` raise
     :class:`~informers.errors.LeaderElectionLostError` (controller-runtime exits with
     "leader election lost"): the process should exit and be restarted.
@@ -281,8 +288,11 @@ class Manager:
 
     def add(self, controller: Controller, needs_leader: bool = True) -> None:
         """Run ``controller`` (its :meth:`~Controller.run`) with the manager; by default only
-        while this replica leads. Before :meth:`start`."""
+        while this replica leads, and then its workers take keys only while :meth:`is_leader`
+        (its ``leader_check``, unless it has one). Before :meth:`start`."""
         self.add_runnable(controller.run, needs_leader=needs_leader, name=controller.name)
+        if needs_leader and controller.leader_check is None:
+            controller.leader_check = self.is_leader
 
     def add_runnable(
         self, fn: Runnable, needs_leader: bool = False, name: str | None = None
@@ -320,8 +330,13 @@ class Manager:
         return self._caches_synced.is_set()
 
     def is_leader(self) -> bool:
-        """Whether this replica runs the leader-only runnables now."""
-        return self.elected.is_set() and not self._stopping
+        """Whether this replica may act as leader now: the leader-only runnables were started,
+        the manager is not stopping, and (with leader election) the elector is
+        :meth:`~informers.leaderelection.LeaderElector.leading`. Cheap (no request): call it
+        before each action the lease guards."""
+        if not self.elected.is_set() or self._stopping:
+            return False
+        return self.elector is None or self.elector.leading()
 
     # -- running -------------------------------------------------------------------------------
 
@@ -423,9 +438,9 @@ class Manager:
             if self._stopping:
                 return
             leaders = [r for r in self._runnables if r.needs_leader]
+            self.elected.set()  # before they start: they ask is_leader()
             for r in leaders:
                 self._start_runnable(r)
-        self.elected.set()
         logger.info("manager: started %d leader-only runnables", len(leaders))
 
     def _on_started_leading(self, leader_stop: threading.Event) -> None:

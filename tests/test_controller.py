@@ -16,6 +16,7 @@ import pytest
 from informers.clock import FakeClock
 from informers.controller import (
     DEFAULT_MAX_RETRIES,
+    LEADERSHIP_POLL,
     Controller,
     EnqueueRequestForObject,
     GenerationChangedPredicate,
@@ -561,6 +562,64 @@ def test_stop_drains_the_reconcile_in_flight_and_skips_queued_keys(clock, provid
     assert c.queue.shutting_down()
     c.enqueue("c")
     assert len(c.queue) == 0  # adds after a stop are ignored
+
+
+# -- leadership ----------------------------------------------------------------------------------
+
+
+def test_no_key_is_handed_out_while_leadership_is_in_doubt(clock, provider):
+    leading = threading.Event()
+    leading.set()
+    calls = []
+    c = Controller("gate", calls.append, clock=clock, metrics=provider, workers=2,
+                   leader_check=leading.is_set)
+    c.enqueue("a")
+    r = Runner(c)
+    try:
+        wait_until(lambda: calls == ["a"])
+        leading.clear()  # e.g. the renewal is overdue
+        c.enqueue("b")  # a worker blocked in get() receives it, and puts it back
+        expect_wait(clock, LEADERSHIP_POLL)
+        wait_until(lambda: clock.waiter_count() >= 3)  # both workers poll, plus the queue
+        for _ in range(3):
+            advance(clock, LEADERSHIP_POLL)
+            wait_until(lambda: clock.waiter_count() >= 3)
+            expect_wait(clock, LEADERSHIP_POLL)
+        assert calls == ["a"]
+        assert len(c.queue) == 1 and c.queue.num_requeues("b") == 0
+        leading.set()  # a renewal confirmed it
+        advance(clock, LEADERSHIP_POLL)
+        wait_until(lambda: calls == ["a", "b"])
+        leading.clear()
+        c.enqueue("c")
+        expect_wait(clock, LEADERSHIP_POLL)
+    finally:
+        assert r.stop() == ()  # workers waiting for leadership stop at once
+    assert calls == ["a", "b"]
+    assert clock.now() == pytest.approx(4 * LEADERSHIP_POLL)  # the stop waited for no poll
+    assert provider.metrics["gate"].results == Counter({"success": 2})
+    assert alive_workers("gate") == 0
+
+
+def test_a_key_taken_as_leadership_lapses_is_put_back(clock, provider):
+    # The check before get(), the one after it, then the one of the wait that follows.
+    answers = iter([True, False, False])
+
+    def check():
+        return next(answers, True)
+
+    calls = []
+    c = Controller("putback", calls.append, clock=clock, metrics=provider, leader_check=check)
+    c.enqueue("a")
+    r = Runner(c)
+    try:
+        expect_wait(clock, LEADERSHIP_POLL)  # "a" was taken, put back, and the worker waits
+        assert calls == [] and len(c.queue) == 1
+        advance(clock, LEADERSHIP_POLL)
+        wait_until(lambda: calls == ["a"])
+    finally:
+        r.stop()
+    assert c.queue.num_requeues("a") == 0
 
 
 def test_a_hanging_reconcile_is_reported_and_stop_completes(clock, provider, caplog):

@@ -554,3 +554,95 @@ def test_a_second_signal_forces_exit_1(tmp_path, api_server):
     assert any(f"received {s} again, forcing exit with code 1" in err
                for s in ("SIGTERM", "SIGINT")), err
     assert "endpoint controller stopped" not in err
+
+
+def _endpoints_writes(server):
+    return [(r.verb, r.name, r.status) for r in server.request_log(resource="endpoints")
+            if r.verb in ("create", "update", "delete")]
+
+
+class _PodChurn:
+    """Adds a ready pod selected by the Service ``web`` every ``interval`` seconds, on a
+    thread, so that whoever leads has Endpoints to write."""
+
+    def __init__(self, server, interval=0.1):
+        self.server = server
+        self.interval = interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="pod-churn", daemon=True)
+        self.count = 0
+
+    def _run(self):
+        while not self.stop.wait(self.interval):
+            self.count += 1
+            ip = f"10.0.{self.count // 250}.{self.count % 250 + 1}"
+            self.server.create({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"web-churn-{self.count}", "namespace": "default",
+                             "labels": {"app": "web"}},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                           "conditions": [{"type": "Ready", "status": "True"}]}})
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+@pytest.mark.slow
+def test_a_paused_leader_writes_nothing_after_it_resumes(tmp_path, api_server):
+    """SIGSTOP the leader past its lease, let the standby take over and write, freeze the new
+    leader too and SIGCONT the old one: every Endpoints write the server gets from then on
+    would be the old leader's, and there must be none. It steps down at once and exits 1."""
+    _seed_web(api_server)
+    path = api_server.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def spawn(identity):
+        return _spawn(["--kubeconfig", path, "--leader-elect", "--leader-elect-namespace",
+                       "default", "--leader-elect-identity", identity, "--metrics-address", "0",
+                       "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline",
+                       "1.5s", "--leader-elect-retry-period", "0.25s"])
+
+    a = spawn("replica-a")
+    b = None
+    try:
+        assert _wait(lambda: _holder(api_server) == "replica-a", timeout=15)
+        assert _wait(lambda: _web_synced(api_server))
+        gets = len(api_server.request_log("get", "leases"))
+        b = spawn("replica-b")
+        # The leader renews without reading the Lease: a read is b's, once its caches synced.
+        assert _wait(lambda: len(api_server.request_log("get", "leases")) > gets, timeout=15)
+        # a has nothing to sync when it freezes, so no write of its is on its way.
+        a.send_signal(signal.SIGSTOP)
+        writes_before = len(_endpoints_writes(api_server))
+        with _PodChurn(api_server):
+            assert _wait(lambda: _holder(api_server) == "replica-b", timeout=10)
+            assert _wait(lambda: len(_endpoints_writes(api_server)) > writes_before)  # b's
+            b.send_signal(signal.SIGSTOP)
+            time.sleep(0.5)  # b's requests already sent are answered
+            marker = len(_endpoints_writes(api_server))
+            a.send_signal(signal.SIGCONT)  # with the pod events of 3 s to sync
+            _, err_a = a.communicate(timeout=15)
+            after_resume = _endpoints_writes(api_server)[marker:]
+        assert after_resume == [], err_a
+        assert a.returncode == 1, err_a
+        assert ("lease default/endpoint-controller is held by replica-b: stopping leading at "
+                "once") in err_a
+        assert _holder(api_server) == "replica-b"
+        # b, paused past its renew deadline but without a rival, renews and leads on.
+        b.send_signal(signal.SIGCONT)
+        assert _wait(lambda: _web_synced(api_server), timeout=10)
+        b.send_signal(signal.SIGTERM)
+        _, err_b = b.communicate(timeout=15)
+        assert b.returncode == 0, err_b
+        assert _holder(api_server) == ""  # released on the clean stop
+    finally:
+        for p in (a, b):
+            if p is not None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.communicate()

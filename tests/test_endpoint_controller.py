@@ -643,6 +643,51 @@ def test_retries_on_conflict(cluster):
     assert cluster.controller.metrics.snapshot().retries == 1
 
 
+def test_no_sync_and_no_write_while_leadership_is_in_doubt(cluster):
+    s = cluster.server
+    leading = threading.Event()
+    leading.set()
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    controller = cluster.start(leader_check=leading.is_set)
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    eventually(lambda: len(controller.queue) == 0 and cluster.syncs("created") == 1)
+    leading.clear()  # e.g. the process was paused past its renew deadline
+    s.clear_request_log()
+    s.create(make_service("api", selector={"app": "web"}))
+    s.create(make_pod("b", ("10.0.0.2",)))
+    eventually(lambda: len(controller.queue) == 2, what="both keys queued")
+    time.sleep(0.3)  # several leadership polls
+    assert cluster.endpoint_writes() == []
+    assert len(controller.queue) == 2
+    assert controller.queue.num_requeues("default/web") == 0
+    assert cluster.syncs("created") == 1 and cluster.syncs("error") == 0
+    leading.set()  # a renewal confirmed it
+    cluster.wait_endpoints(lambda e: len(e["subsets"][0]["addresses"]) == 2)
+    cluster.wait_endpoints(lambda e: subsets_of(e), name="api")
+    assert sorted(cluster.endpoint_writes()) == [("create", "", 201), ("update", "web", 200)]
+
+
+def test_a_sync_whose_leadership_lapses_before_the_write_writes_nothing(cluster):
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("a", ("10.0.0.1",)))
+    answers = iter([True, True])  # before get() and before the sync; then False ...
+    resumed = threading.Event()
+
+    def check():
+        return next(answers, False) or resumed.is_set()
+
+    controller = cluster.start(workers=1, leader_check=check)
+    time.sleep(0.3)
+    assert cluster.endpoint_writes() == []  # the write was not sent, and no other sync ran
+    assert len(controller.queue) == 1 and controller.queue.num_requeues("default/web") == 0
+    assert cluster.syncs("error") == 0 and cluster.syncs("created") == 0
+    resumed.set()
+    cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert cluster.endpoint_writes() == [("create", "", 201)]
+
+
 def test_retries_on_server_errors_then_success(cluster):
     s = cluster.server
     s.fail_next(2, 500, verb="create", resource="endpoints")

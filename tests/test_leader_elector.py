@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import random
 import threading
 import time
@@ -353,6 +354,32 @@ def test_takes_over_immediately_after_release(api, lease_name):
     b.halt()
 
 
+def test_the_lease_is_released_only_after_the_guarded_code_returned(api, lease_name):
+    seen = []
+
+    class Guarded(Participant):
+        def _on_started(self, leader_stop):
+            leader_stop.wait()
+            time.sleep(0.2)  # still finishing what the lease guards
+            seen.append(read_spec(api, lease_name)["holderIdentity"])
+
+    a = Guarded(api, "a", lease_name, release_on_cancel=True)
+    a.thread.start()
+    wait_until(lambda: a.elector.leading(), what="a to lead")
+    a.halt()
+    assert seen == ["a"]  # run() waited for it before releasing
+    assert read_spec(api, lease_name)["holderIdentity"] == ""
+
+
+def test_run_joins_its_callback_threads(api, lease_name):
+    a = Participant(api, "a", lease_name)
+    a.start(wait_for="leading")
+    wait_until(lambda: a.new_leaders() == ["a"], what="on_new_leader")
+    a.halt()
+    assert a.leader_stop_seen.is_set()  # on_started_leading had returned: no wait needed
+    assert [t.name for t in threading.enumerate() if t.name.startswith("leader-elector-")] == []
+
+
 def test_release_observed_then_takeover_reports_empty_leader(api, server, lease_name):
     a = Participant(api, "a", lease_name, release_on_cancel=True)
     a.start(wait_for="leading")
@@ -492,3 +519,105 @@ def test_leadership_changes_are_recorded_as_events(api, server, lease_name):
         ("a became leader", "LeaderElection", "Normal", "Lease", "coordination.k8s.io/v1"),
         ("a stopped leading", "LeaderElection", "Normal", "Lease", "coordination.k8s.io/v1"),
     ]
+
+
+# -- acting only while leading: overdue renewals and paused processes -------------------------
+
+def test_leading_ends_renew_deadline_after_the_last_renewal_started(api, server, lease_name):
+    a = Participant(api, "a", lease_name)
+    a.start(wait_for="leading")
+    assert a.elector.leading()
+    server.fail_next(1000, 500, verb="update", resource="leases")
+    for now in (2, 4, 6, 8):
+        a.advance(2)  # the renewals from 2 on fail
+        assert a.elector.leading(), now
+    a.advance(2)  # a-time 10 = 0 + renew deadline: in doubt, though the round goes on
+    assert not a.elector.leading()
+    assert a.elector.is_leader() and not a.leader_stop.is_set() and not a.stopped.is_set()
+    a.advance(2)  # a-time 12 = 2 + renew deadline: the round gives up
+    assert a.stopped.wait(5) and a.leader_stop.is_set()
+    assert not a.elector.leading()
+    server.clear_faults()
+
+
+def test_leadership_in_doubt_is_confirmed_by_a_later_renewal(api, server, lease_name):
+    # authority min(2.25, 3) = 2.25 after the renewal that started at 0; the round that
+    # starts at 0.5 tries until 0.5 + 2.25 = 2.75, and the lease expires for others at 3.
+    a = Participant(api, "a", lease_name, lease_duration=3, renew_deadline=2.25,
+                    retry_period=0.5)
+    a.start(wait_for="leading")
+    server.fail_next(1000, 500, verb="update", resource="leases")
+    for _ in range(4):
+        a.advance(0.5)  # renewals at 0.5, 1, 1.5, 2 fail
+    assert a.elector.leading()
+    a.advance(0.25)  # 2.25: nothing happens on the wire, but a may no longer act
+    assert not a.elector.leading() and a.elector.is_leader()
+    server.clear_faults()
+    a.advance(0.25)  # 2.5: the renewal succeeds and proves nobody took over
+    assert a.elector.leading()
+    assert not a.leader_stop.is_set() and not a.stopped.is_set()
+    assert read_spec(api, lease_name)["renewTime"] == "2026-01-01T00:00:02.500000Z"
+    a.halt()
+
+
+def test_authority_never_outlasts_the_whole_seconds_written_to_the_lease(api, lease_name):
+    # Standbys wait leaseDurationSeconds = int(2.5) = 2, less than the renew deadline 2.2.
+    a = Participant(api, "a", lease_name, lease_duration=2.5, renew_deadline=2.2,
+                    retry_period=1)
+    a.start(wait_for="leading")
+    assert read_spec(api, lease_name)["leaseDurationSeconds"] == 2
+    a.halt()  # no more renewals; leading() is about the clock only
+    a.elector._set_leading(True)
+    a.clock.step(1.999)
+    assert a.elector.leading()
+    a.clock.step(0.001)
+    assert not a.elector.leading()
+
+
+def test_a_paused_leader_stops_leading_at_once_when_it_resumes(api, lease_name, caplog):
+    caplog.set_level(logging.INFO, logger="informers.leaderelection.leader_elector")
+    a = Participant(api, "a", lease_name)
+    a.start(wait_for="leading")
+    b = Participant(api, "b", lease_name)
+    b.start()  # saw a's record at b-time 0
+    # a is frozen (its clock does not move, it renews nothing); b takes over after 15 s.
+    for _ in range(8):
+        b.advance(2)
+    assert b.started.wait(5)
+    assert read_spec(api, lease_name)["holderIdentity"] == "b"
+    settle(a.clock)
+    a.clock.step(20)  # a resumes: 20 s passed while it was stopped
+    # At once, before its renew loop even ran, a may not act.
+    assert not a.elector.leading()
+    # Its first renewal attempt finds b holding the lease: it steps down without retrying
+    # until a-time 20 + renew deadline, so without another step of its clock.
+    assert a.stopped.wait(5) and a.leader_stop.is_set()
+    assert a.clock.now() == 20
+    assert read_spec(api, lease_name)["holderIdentity"] == "b"
+    assert "a 2.0s wait took 20.000s (the process was paused or starved)" in caplog.text
+    assert f"lease {NS}/{lease_name} is held by b: stopping leading at once" in caplog.text
+    b.halt()
+
+
+def test_a_paused_leader_without_a_rival_renews_and_leads_on(api, lease_name):
+    a = Participant(api, "a", lease_name)
+    a.start(wait_for="leading")
+    settle(a.clock)
+    a.clock.step(20)
+    assert not a.elector.leading()  # in doubt until the renewal
+    wait_until(lambda: a.elector.leading(), what="a to renew")
+    assert read_spec(api, lease_name)["renewTime"] == "2026-01-01T00:00:20.000000Z"
+    assert not a.leader_stop.is_set() and not a.stopped.is_set()
+    a.halt()
+
+
+def test_a_paused_leader_that_cannot_renew_steps_down_at_once(api, server, lease_name):
+    a = Participant(api, "a", lease_name)
+    a.start(wait_for="leading")
+    settle(a.clock)
+    server.fail_next(1000, 500, verb="get", resource="leases")
+    server.fail_next(1000, 500, verb="update", resource="leases")
+    a.clock.step(20)  # past 0 + 15: others may have taken the lease, and a cannot tell
+    assert a.stopped.wait(5) and a.leader_stop.is_set()
+    assert a.clock.now() == 20
+    server.clear_faults()

@@ -250,6 +250,46 @@ def test_losing_the_lease_stops_the_manager_and_raises(server, client):
     assert holder(server, lease) == "intruder"  # never released a lease it does not hold
 
 
+def test_a_leader_whose_renewal_is_overdue_hands_out_no_keys(server, client):
+    clock = FakeClock()  # the elector's; the informers and the controller run on real time
+    lease = "overdue-lease"
+    m = Manager(client, factory=SharedInformerFactory(client), clock=clock,
+                leader_election=LeaderElectionConfig(lease, "default", identity="me"))
+    reconciled = []
+    c = Controller("overdue", reconciled.append)
+    c.watch(m.factory.core().v1().config_maps().informer(), EnqueueRequestForObject)
+    m.add(c)
+    assert c.leader_check == m.is_leader
+    mt = ManagerThread(m)
+    try:
+        wait_until(lambda: m.elected.is_set() and clock.next_deadline() == 2.0)
+        server.create({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "overdue-one", "namespace": "default"}})
+        wait_until(lambda: "default/overdue-one" in reconciled)
+        server.fail_next(1000, 500, verb="update", resource="leases")
+        # The renewal due at 2 runs at 11 (the process was paused), past the renew deadline
+        # of the renewal at 0: from this instant on the manager may not act ...
+        clock.step(11)
+        assert not m.is_leader()
+        # ... while its elector, whose lease others see until 15, retries every 2 s.
+        wait_until(lambda: clock.next_deadline() == 13.0)
+        assert m.elected.is_set() and m.elector.is_leader()
+        server.create({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "overdue-two", "namespace": "default"}})
+        wait_until(lambda: len(c.queue) == 1)  # taken, put back, and left queued
+        time.sleep(0.3)  # six leadership polls of the workers
+        assert "default/overdue-two" not in reconciled
+        server.clear_faults()
+        clock.step(2)  # the renewal at 13 succeeds: leadership is confirmed
+        wait_until(lambda: "default/overdue-two" in reconciled)
+        assert m.is_leader()
+    finally:
+        server.clear_faults()
+        mt.stop()
+    assert mt.error is None
+    assert holder(server, lease) == ""  # released on the clean stop
+
+
 # -- failures and timeouts ---------------------------------------------------------------------
 
 

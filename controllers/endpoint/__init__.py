@@ -13,6 +13,7 @@ from controllers.endpoint.controller import (
     LEADER_ELECTION_ANNOTATION,
     MAX_RETRIES,
     EndpointController,
+    NotLeadingError,
     StaleEndpointsCacheError,
 )
 from controllers.endpoint.desired import (
@@ -77,6 +78,7 @@ __all__ = [
     "EndpointController",
     "EndpointsWriter",
     "EventRecorderLike",
+    "NotLeadingError",
     "StaleEndpointsCacheError",
     "StaleEndpointsTracker",
     "SyncMetrics",

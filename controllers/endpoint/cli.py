@@ -420,6 +420,8 @@ class EndpointControllerCommand:
             health_address=self.metrics_address, metrics_registry=registry,
         )
         self.factory = factory
+        # No sync or write while this replica's leadership is in doubt (e.g. after a pause).
+        controller.leader_check = self.manager.is_leader
         workers = opts.workers
         self.manager.add_runnable(lambda stop: controller.run(workers, stop),
                                   needs_leader=True, name=CONTROLLER_NAME)

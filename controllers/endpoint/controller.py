@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controllers.endpoint.desired import (
@@ -23,6 +23,7 @@ from controllers.endpoint.desired import (
     endpoints_up_to_date,
     string_map,
 )
+from controllers.endpoint.event_handler import EventHandler, informer_and_lister, register
 from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.json_values import meta_of as _meta
 from controllers.endpoint.membership import (
@@ -39,6 +40,7 @@ from controllers.endpoint.trigger_time import TriggerTimeTracker
 from controllers.endpoint.write_echoes import Echo, WriteEchoTracker
 from controllers.endpoint.writer import EndpointsWriter, EventRecorderLike
 from informers.clock import REAL_CLOCK, Clock
+from informers.controller.controller import LEADERSHIP_POLL
 from informers.errors import ApiConnectionError, InformersError, NotFoundError, StatusError
 from informers.keys import (
     DeletedFinalStateUnknown,
@@ -46,9 +48,6 @@ from informers.keys import (
     split_meta_namespace_key,
 )
 from informers.labels import EVERYTHING
-from informers.listers import Lister
-from informers.resources import lookup
-from informers.shared_informer import SharedIndexInformer
 from informers.wait import wait_for_named_cache_sync
 from informers.workqueue import RateLimitingQueue
 from informers.workqueue.metrics import MetricsProvider
@@ -61,6 +60,7 @@ __all__ = [
     "MAX_RETRIES",
     "EndpointController",
     "EventRecorderLike",
+    "NotLeadingError",
     "StaleEndpointsCacheError",
 ]
 
@@ -88,51 +88,9 @@ class StaleEndpointsCacheError(InformersError):
     """
 
 
-def _informer_and_lister(source: Any, plural: str) -> tuple[Any, Any]:
-    """Accept a factory's typed informer (``.informer()`` / ``.lister()``) or a bare informer."""
-    informer_fn = getattr(source, "informer", None)
-    lister_fn = getattr(source, "lister", None)
-    if callable(informer_fn) and callable(lister_fn):
-        return informer_fn(), lister_fn()
-    return source, Lister(source.get_indexer(), lookup(plural))
-
-
-def _register(informer: Any, handler: _Handler) -> Any:
-    """Add ``handler`` to ``informer``: ``synchronous`` (called on the thread that writes the
-    cache) when it is a :class:`SharedIndexInformer`, since the handlers only enqueue keys and
-    that saves a thread hand-off per event; else as the informer-like object registers
-    handlers."""
-    if isinstance(informer, SharedIndexInformer):
-        return informer.add_event_handler(handler, synchronous=True)
-    return informer.add_event_handler(handler)
-
-
-class _Handler:
-    """A ResourceEventHandler that forwards to three callables and never lets them raise."""
-
-    def __init__(self, name: str, on_add: Any, on_update: Any, on_delete: Any) -> None:
-        self._name = name
-        self._add, self._update, self._delete = on_add, on_update, on_delete
-
-    def _guard(self, fn: Any, *args: Any) -> None:
-        if fn is None:
-            return
-        try:
-            fn(*args)
-        except Exception:
-            logger.exception("%s: %s event handler failed", CONTROLLER_NAME, self._name)
-
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        self._guard(self._add, obj, is_in_initial_list)
-
-    def on_update(self, old: Any, new: Any) -> None:
-        self._guard(self._update, old, new)
-
-    def on_delete(self, obj: Any) -> None:
-        self._guard(self._delete, obj)
-
-    def __repr__(self) -> str:
-        return f"<{CONTROLLER_NAME} {self._name} handler>"
+class NotLeadingError(InformersError):
+    """Raised by :meth:`EndpointController.sync_service` instead of a write when
+    ``leader_check`` answers ``False``; the worker puts the key back (no retry counted)."""
 
 
 class EndpointController:
@@ -163,6 +121,12 @@ class EndpointController:
     syncs of one Service never overlap. Cached objects are never mutated: writes deep-copy
     them. :meth:`run` may be called once.
 
+    **Leadership**: a ``leader_check`` (e.g. :meth:`Manager.is_leader
+    <informers.manager.Manager.is_leader>`) is asked before taking a key, before syncing it
+    and right before each write; while it answers ``False`` nothing is synced or written, keys
+    stay queued (retry counts unchanged) and workers re-ask every ``LEADERSHIP_POLL`` s. Only
+    a write already sent when the process froze can still arrive (no fencing).
+
     **Staleness**: listers lag the server. A cached Endpoints older than one this controller
     replaced is detected (stale tracker) and the sync retried; any other lag is healed by the
     events that follow.
@@ -191,6 +155,9 @@ class EndpointController:
         request_timeout: seconds per API request; ``None``: the client's default (none). A
             request that never returns blocks its worker, and :meth:`run`'s shutdown.
         name: the controller name in logs and cache-sync messages.
+        leader_check: ``None`` (always act) or a cheap callable answering whether this process
+            may act as leader now (see *Leadership*); also settable as the attribute
+            :attr:`leader_check` before :meth:`run`.
     """
 
     def __init__(
@@ -210,6 +177,7 @@ class EndpointController:
         watch_endpoints_updates: bool = True,
         request_timeout: float | None = None,
         name: str = CONTROLLER_NAME,
+        leader_check: Callable[[], bool] | None = None,
     ) -> None:
         if batch_period < 0:
             raise ValueError(f"batch_period must be >= 0, got {batch_period!r}")
@@ -218,6 +186,7 @@ class EndpointController:
         self.max_retries = max_retries
         self.metrics = metrics if metrics is not None else SyncMetrics()
         self.watch_endpoints_updates = watch_endpoints_updates
+        self.leader_check = leader_check
         self._clock = clock
         self.queue = RateLimitingQueue(
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock),
@@ -239,9 +208,9 @@ class EndpointController:
         self._run_lock = threading.Lock()
         self._ran = False
 
-        self._pod_informer, self._pods = _informer_and_lister(pod_informer, "pods")
-        self._service_informer, self._services = _informer_and_lister(service_informer, "services")
-        self._endpoints_informer, self._endpoints = _informer_and_lister(
+        self._pod_informer, self._pods = informer_and_lister(pod_informer, "pods")
+        self._service_informer, self._services = informer_and_lister(service_informer, "services")
+        self._endpoints_informer, self._endpoints = informer_and_lister(
             endpoints_informer, "endpoints"
         )
         self._pod_selector = PodSelector(self._pod_informer, self._pods, self.name)
@@ -249,13 +218,14 @@ class EndpointController:
             self._service_informer, self._services, self.name
         )
         registrations = [
-            _register(self._service_informer, _Handler(
-                "service", self._on_service_add, self._on_service_update,
+            register(self._service_informer, EventHandler(
+                CONTROLLER_NAME, "service", self._on_service_add, self._on_service_update,
                 self._on_service_delete)),
-            _register(self._pod_informer, _Handler(
-                "pod", self._on_pod_add, self._on_pod_update, self._on_pod_delete)),
-            _register(self._endpoints_informer, _Handler(
-                "endpoints", self._on_endpoints_add, self._on_endpoints_update,
+            register(self._pod_informer, EventHandler(
+                CONTROLLER_NAME, "pod", self._on_pod_add, self._on_pod_update,
+                self._on_pod_delete)),
+            register(self._endpoints_informer, EventHandler(
+                CONTROLLER_NAME, "endpoints", self._on_endpoints_add, self._on_endpoints_update,
                 self._on_endpoints_delete)),
         ]
         informers = (self._service_informer, self._pod_informer, self._endpoints_informer)
@@ -412,27 +382,49 @@ class EndpointController:
             self._enqueue_service(endpoints)
 
     def _worker(self, stop_event: threading.Event) -> None:
-        while self.process_next_work_item(stop_event):
+        while self._await_leadership(stop_event) and self.process_next_work_item(stop_event):
             pass
 
+    def _await_leadership(self, stop_event: threading.Event) -> bool:
+        """Wait until ``leader_check()`` holds (True) or the worker should end (False)."""
+        check = self.leader_check
+        while check is not None and not check():
+            if self.queue.shutting_down():
+                return False
+            if self._clock.sleep(LEADERSHIP_POLL, stop_event):
+                return False
+        return True
+
+    def _ensure_leading(self, key: str) -> None:
+        check = self.leader_check
+        if check is not None and not check():
+            raise NotLeadingError(f"not leading: endpoints {key} left for the leader")
+
     def process_next_work_item(self, stop_event: threading.Event | None = None) -> bool:
-        """Take one key, sync it and handle the result; ``False`` once the worker should end."""
+        """Take one key, sync it and handle the result; ``False`` once the worker should end.
+        A key taken or a sync aborted while not leading is put back (no sync recorded)."""
         key, shutdown = self.queue.get()
         if shutdown:
             return False
         try:
             if stop_event is not None and stop_event.is_set():
                 return False  # stop taking work; the key is dropped with the queue
+            if self.leader_check is not None and not self.leader_check():
+                self.queue.add(key)  # queued again by done(): for when leadership returns
+                return True
             start = self._clock.now()
             result = "error"
             try:
                 result = self.sync_service(str(key))
+            except NotLeadingError as err:
+                logger.info("Not syncing service %s: %s", key, err)
+                self.queue.add(key)
+                return True
             except Exception as err:
                 self.handle_err(err, key)
             else:
                 self.handle_err(None, key)
-            finally:
-                self.metrics.observe_sync(result, self._clock.now() - start)
+            self.metrics.observe_sync(result, self._clock.now() - start)
             return True
         finally:
             self.queue.done(key)
@@ -471,6 +463,7 @@ class EndpointController:
         try:
             service = self._services.by_namespace(namespace).get(name)
         except NotFoundError:
+            self._ensure_leading(key)
             if self.writer.delete(namespace, name):
                 logger.debug("Deleted endpoints %s: its service is gone", key)
             self._trigger_times.delete_service(namespace, name)
@@ -528,6 +521,7 @@ class EndpointController:
     def _write(
         self, key: str, namespace: str, current: Any, new: dict[str, Any], creating: bool
     ) -> str:
+        self._ensure_leading(key)
         track = self.watch_endpoints_updates
         if track:  # before sending: the echo may be delivered before the write returns
             self._echoes.write_started(key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from informers.controller.controller import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_MAX_RETRIES,
+    LEADERSHIP_POLL,
     Controller,
     HandlerFactory,
     Reconcile,
@@ -49,6 +50,7 @@ from informers.controller.result import Result, TerminalError
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
+    "LEADERSHIP_POLL",
     "And",
     "AnnotationChangedPredicate",
     "Controller",

@@ -50,6 +50,7 @@ from informers.workqueue.rate_limiting_queue import RateLimitingQueue
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_MAX_RETRIES",
+    "LEADERSHIP_POLL",
     "Controller",
     "HandlerFactory",
     "Reconcile",
@@ -66,6 +67,11 @@ controller-runtime retries forever: pass ``max_retries=None`` for that."""
 DEFAULT_DRAIN_TIMEOUT = 30.0
 """Seconds a stop waits for the reconciles in flight: controller-runtime's manager
 ``defaultGracefulShutdownPeriod = 30 * time.Second`` (pkg/manager/internal.go)."""
+
+LEADERSHIP_POLL = 0.05
+"""Seconds between checks of ``leader_check`` while leadership is in doubt: how soon workers
+resume after a renewal confirms it again (client-go and controller-runtime have no such gate:
+their workers run until the leader's context is cancelled)."""
 
 Reconcile = Callable[[str], "Result | None"]
 """``reconcile(key) -> Result | None``: make the world match the object named by ``key``."""
@@ -117,6 +123,14 @@ class Controller:
       to two workers; a key re-added meanwhile is reconciled once more afterwards).
     * **Caches first**: no reconcile starts before every ``informers`` entry and every
       :meth:`watch` registration reports ``has_synced()``.
+    * **Leadership**: with a ``leader_check`` (set by :meth:`Manager.add
+      <informers.manager.Manager.add>` for a leader-only controller), a worker asks it
+      before taking a key and again before reconciling the key it got; while it answers
+      ``False`` (leadership in doubt, e.g. a renewal is overdue or the process was paused) no
+      reconcile starts: keys stay queued (a key already taken is put back, its retry count
+      unchanged) and the workers check again every :data:`LEADERSHIP_POLL` seconds. A
+      reconcile that was already running is not interrupted; one that writes should ask the
+      same check right before each write (there is no fencing).
     * **Stop**: once ``stop_event`` is set, no new reconcile starts (keys still queued are
       dropped; the next start re-lists everything anyway), the reconciles in flight get
       ``drain_timeout`` seconds to finish, and :meth:`run` returns. A reconcile still running
@@ -147,6 +161,10 @@ class Controller:
         metrics: where the controller and work-queue metrics go; ``None`` means the
             process-wide provider (:func:`informers.controller.metrics.get_provider`, a no-op
             by default).
+        leader_check: ``None`` (always reconcile) or a cheap callable answering whether this
+            process may act now, e.g. :meth:`LeaderElector.leading
+            <informers.leaderelection.LeaderElector.leading>`; also settable as the
+            attribute :attr:`leader_check` before :meth:`run`.
 
     Raises:
         ValueError: ``workers < 1``, ``max_retries < 0``, ``drain_timeout < 0`` or an empty name.
@@ -164,6 +182,7 @@ class Controller:
         clock: Clock = REAL_CLOCK,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         metrics: ControllerMetricsProvider | None = None,
+        leader_check: Callable[[], bool] | None = None,
     ) -> None:
         if not name:
             raise ValueError("a controller needs a name")
@@ -178,6 +197,7 @@ class Controller:
         self.workers = workers
         self.max_retries = max_retries
         self.drain_timeout = drain_timeout
+        self.leader_check = leader_check
         self._clock = clock
         self._synced: list[Synced] = list(informers)
         provider = metrics if metrics is not None else get_provider()
@@ -192,6 +212,7 @@ class Controller:
         self._cond = threading.Condition(self._lock)
         self._started = False
         self._stopping = False
+        self._workers_stop = threading.Event()  # wakes workers waiting for leadership
         self._running_workers = 0
         self._in_flight: dict[str, float] = {}  # key -> reconcile start time
         self._threads: list[threading.Thread] = []
@@ -312,6 +333,7 @@ class Controller:
         """Stop taking work, wait up to ``drain_timeout`` for the workers, report the rest."""
         with self._lock:
             self._stopping = True
+        self._workers_stop.set()
         # Workers blocked in get() wake up; queued keys are handed out and skipped (see
         # _worker), so every worker not inside a reconcile exits at once.
         self._queue.shut_down()
@@ -345,8 +367,11 @@ class Controller:
 
     def _worker(self) -> None:
         queue = self._queue
+        check = self.leader_check
         try:
             while True:
+                if check is not None and not self._await_leadership(check):
+                    return
                 key, shutdown = queue.get()
                 if shutdown:
                     return
@@ -354,11 +379,26 @@ class Controller:
                 if self._stopping:  # stop taking work: skip what is still queued
                     queue.done(key)
                     continue
+                if check is not None and not check():
+                    # Leadership came into doubt while this worker waited for a key: put the
+                    # key back (it is queued again by done()) without counting a retry.
+                    queue.add(key)
+                    queue.done(key)
+                    continue
                 self._process(key)
         finally:
             with self._cond:
                 self._running_workers -= 1
                 self._cond.notify_all()
+
+    def _await_leadership(self, check: Callable[[], bool]) -> bool:
+        """Wait until ``check()`` holds (True) or the controller stops (False)."""
+        while not check():
+            if self._stopping:
+                return False
+            if self._clock.sleep(LEADERSHIP_POLL, self._workers_stop):
+                return False
+        return not self._stopping
 
     def _process(self, key: str) -> None:
         queue = self._queue

@@ -7,6 +7,9 @@ Typical use::
     elector = LeaderElector(lock, on_started_leading=run_controllers,
                             on_stopped_leading=shut_down, release_on_cancel=True)
     elector.run(stop_event)   # blocks until stop_event is set or leadership is lost
+
+and in the code the lease guards, before each action: ``if not elector.leading(): ...``
+(false as soon as the last renewal is older than the renew deadline, e.g. after a pause).
 """
 
 from __future__ import annotations

@@ -7,7 +7,19 @@ A record counts as live while ``observed_time + record.lease_duration_seconds > 
 That makes the election tolerant to arbitrary clock skew between participants, though not to
 arbitrary clock *rate* skew: the ratio ``lease_duration / renew_deadline`` is the tolerated
 rate ratio (client-go's package comment). It does not guarantee that only one process acts as
-leader (no fencing): code guarded by the lease must stop when told to.
+leader (no fencing): code guarded by the lease must stop when told to, and should ask
+:meth:`LeaderElector.leading` before each action.
+
+Beyond client-go, a leader also bounds its *own* authority by its own clock: it counts as
+leading only until ``min(renew_deadline, leaseDurationSeconds)`` after the start of its last
+successful acquire or renew. A standby can take over only ``leaseDurationSeconds`` after it
+*observed* that write, which came after the write started, so with clock rates within the
+ratio ``lease_duration / renew_deadline`` (the tolerance client-go's package comment states)
+the leader's authority ends before anyone else's begins. This covers a process that was
+frozen (SIGSTOP, a stalled VM, a long GC): ``CLOCK_MONOTONIC``, behind :class:`Clock`'s
+``now()``, keeps running while a process is stopped, so on resume :meth:`LeaderElector.leading`
+is false at once, before the renew loop has even run. client-go instead keeps leading after a
+resume until a renewal round misses ``RenewDeadline``.
 """
 
 from __future__ import annotations
@@ -63,16 +75,33 @@ class LeaderElector:
     :meth:`run` returns, *even if this participant never led* (client-go: "Users should not
     assume that OnStoppedLeading is only called after OnStartedLeading").
 
+    **Acting as leader.** :meth:`leading` is the check to make before every action the lease
+    guards (cheap: a lock and a clock read, no request). It is true from the acquisition
+    until ``min(renew_deadline, int(lease_duration))`` seconds after the start of the last
+    successful acquire or renew, and never again once this participant stepped down. While
+    renewals fail it turns false before the renew round gives up (leadership is *in doubt*:
+    the guarded code should pause, not stop); a later successful renewal, whose write is
+    conditional on the Lease's resourceVersion and so proves nobody else took over
+    meanwhile, makes it true again.
+
+    **Stepping down at once** (beyond client-go, which retries until ``renew_deadline``): a
+    renewal round ends as soon as a failed attempt shows the lease held by someone else, or
+    when the lease has expired for the others (``leaseDurationSeconds`` after the last
+    successful renewal started, e.g. after the process was paused) and the attempt failed.
+    A renew wait that took longer than ``2 * retry_period`` (the process was paused or starved)
+    is logged.
+
     ``on_new_leader(identity)`` is called in a new thread whenever the observed holder differs
     from the last one reported: the first holder seen, this participant itself, and ``""``
     when a release is observed before anyone else takes over. No callback ever blocks the
-    election loop, and callbacks are not joined: ``on_started_leading`` must return promptly
-    once ``leader_stop`` is set, because after :meth:`run` returns another participant may
-    lead (and with ``release_on_cancel`` it may lead at once).
+    election loop; :meth:`run` joins the callback threads before it returns, so
+    ``on_started_leading`` must return promptly once ``leader_stop`` is set (and
+    ``on_new_leader`` promptly at all), or :meth:`run` waits for it.
 
-    Thread safety: :meth:`run` is called once, from one thread. :meth:`is_leader`,
-    :meth:`get_leader` and :meth:`check` may be called from any thread; they read the last
-    observed record, which is at most ``retry_period`` (plus request time) stale.
+    Thread safety: :meth:`run` is called once, from one thread. :meth:`leading`,
+    :meth:`is_leader`, :meth:`get_leader` and :meth:`check` may be called from any thread;
+    they read the last observed record, which is at most ``retry_period`` (plus request
+    time) stale.
 
     Args:
         lock: the lock; its ``identity`` must be unique among participants.
@@ -134,10 +163,17 @@ class LeaderElector:
         self._observed_lock = threading.Lock()
         self._observed_record = LeaderElectionRecord()
         self._observed_time = 0.0
+        # Also under _observed_lock: whether this participant leads (acquired, not stepped
+        # down) and the clock time at which its last successful acquire/renew started.
+        self._leading = False
+        self._renewed_at = 0.0
+        # How long after _renewed_at this participant may act (see the module docstring).
+        self._authority = min(renew_deadline, float(int(lease_duration)))
         # Touched only by the run() thread.
         self._observed_raw_record: bytes | None = None
         self._reported_leader = ""
         self._leader_thread: threading.Thread | None = None
+        self._notify_threads: list[threading.Thread] = []  # on_new_leader calls
 
         self._metrics.off(self.name)
 
@@ -153,8 +189,26 @@ class LeaderElector:
             return self._observed_record.holder_identity
 
     def is_leader(self) -> bool:
-        """Whether the last observed record names this participant as holder."""
+        """Whether the last observed record names this participant as holder (client-go
+        ``IsLeader``). Says nothing about how old that observation is: guard actions with
+        :meth:`leading` instead."""
         return self.get_leader() == self._identity
+
+    def leading(self) -> bool:
+        """Whether this participant may act as leader now: it acquired the lease, has not
+        stepped down, and its last successful acquire or renew started less than
+        ``min(renew_deadline, int(lease_duration))`` seconds ago on its clock."""
+        now = self._clock.now()
+        with self._observed_lock:
+            return (
+                self._leading
+                and self._observed_record.holder_identity == self._identity
+                and now < self._renewed_at + self._authority
+            )
+
+    def _set_leading(self, leading: bool) -> None:
+        with self._observed_lock:
+            self._leading = leading
 
     def check(self, max_tolerable_expired_lease: float) -> str | None:
         """Health check (client-go ``Check``): ``None`` when healthy, else an error message.
@@ -173,10 +227,16 @@ class LeaderElector:
             return f"failed election to renew leadership on lease {self.name}"
         return None
 
-    def _set_observed_record(self, record: LeaderElectionRecord) -> None:
+    def _set_observed_record(
+        self, record: LeaderElectionRecord, renewed_at: float | None = None
+    ) -> None:
+        """Record what was observed; ``renewed_at`` is the start of the attempt that just
+        wrote ``record`` as ours (the base of :meth:`leading`)."""
         with self._observed_lock:
             self._observed_record = record
             self._observed_time = self._clock.now()
+            if renewed_at is not None:
+                self._renewed_at = renewed_at
 
     def _get_observed_record(self) -> LeaderElectionRecord:
         with self._observed_lock:
@@ -194,11 +254,19 @@ class LeaderElector:
         Call it once per elector. Never raises for lock or callback failures (they are
         logged). To run again after losing leadership, build a new elector (client-go
         controllers usually exit instead).
+
+        Stop order once leading ends: :meth:`leading` turns false and ``leader_stop`` is set;
+        the ``on_started_leading`` thread is joined (so the lease is released only after the
+        code it guards has returned); the lease is released (``release_on_cancel``); the
+        ``on_new_leader`` threads are joined; ``on_stopped_leading()`` is called.
         """
         leader_stop = threading.Event()
+        led = False
         try:
             if not self._acquire(stop):
                 return
+            led = True
+            self._set_leading(True)
             self._leader_thread = threading.Thread(
                 target=self._call_started_leading,
                 args=(leader_stop,),
@@ -208,7 +276,17 @@ class LeaderElector:
             self._leader_thread.start()
             self._renew(stop, leader_stop)
         finally:
+            self._set_leading(False)
             leader_stop.set()
+            if self._leader_thread is not None:
+                self._leader_thread.join()
+            if led:
+                if self.release_on_cancel:
+                    self._release()
+                self._lock_record_event("stopped leading")
+            for thread in self._notify_threads:
+                thread.join()
+            self._notify_threads.clear()
             self._metrics.off(self.name)
             try:
                 self._on_stopped_leading()
@@ -241,7 +319,7 @@ class LeaderElector:
         return False
 
     def _renew(self, stop: threading.Event, leader_stop: threading.Event) -> None:
-        """Renew every ``retry_period`` until a renewal misses ``renew_deadline`` or ``stop``."""
+        """Renew every ``retry_period`` until this participant must step down or ``stop``."""
         desc = self._lock.describe()
         try:
             while not stop.is_set():
@@ -250,36 +328,65 @@ class LeaderElector:
                 if outcome is None:  # stop was set
                     break
                 if not outcome:
+                    self._set_leading(False)
                     leader_stop.set()
                     self._metrics.off(self.name)
-                    logger.info(
-                        "failed to renew lease %s: timed out after %ss", desc, self.renew_deadline
-                    )
+                    logger.info("failed to renew lease %s: stopped leading", desc)
                     break
                 logger.debug("successfully renewed lease %s", desc)
                 # wait.Until(..., RetryPeriod): the next round starts a period after this one.
+                slept_from = self._clock.now()
                 if self._clock.sleep(self.retry_period, stop):
                     break
-            leader_stop.set()
-            if self.release_on_cancel:
-                self._release()
+                slept = self._clock.now() - slept_from
+                if slept > 2 * self.retry_period:
+                    logger.warning(
+                        "renewing lease %s: a %ss wait took %.3fs (the process was paused or "
+                        "starved); %s",
+                        desc,
+                        self.retry_period,
+                        slept,
+                        "still leading" if self.leading() else
+                        "leadership in doubt until the lease is renewed",
+                    )
         finally:
-            self._lock_record_event("stopped leading")
+            self._set_leading(False)
+            leader_stop.set()
 
     def _renew_within_deadline(self, stop: threading.Event) -> bool | None:
-        """Retry every ``retry_period`` for up to ``renew_deadline``.
+        """Retry every ``retry_period`` for up to ``renew_deadline``, but give up at once when
+        the lease is seen held by another or has expired for the others.
 
-        client-go ``PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate=true)``.
-        Returns True on success, False when the deadline passed, None when ``stop`` was set.
+        client-go ``PollUntilContextTimeout(RetryPeriod, RenewDeadline, immediate=true)`` plus
+        the two early exits. Returns True on success, False when this participant must step
+        down, None when ``stop`` was set.
         """
+        desc = self._lock.describe()
         deadline = self._clock.now() + self.renew_deadline
+        with self._observed_lock:
+            # From here on a standby that saw our last renewal may take over.
+            expiry = self._renewed_at + int(self.lease_duration)
         while True:
             if stop.is_set():
                 return None
             if self._try_acquire_or_renew():
                 return True
-            remaining = deadline - self._clock.now()
+            holder = self.get_leader()
+            if holder and holder != self._identity:
+                logger.info("lease %s is held by %s: stopping leading at once", desc, holder)
+                return False
+            now = self._clock.now()
+            if now >= expiry:
+                logger.info(
+                    "lease %s expired %.3fs ago for the other candidates and was not renewed: "
+                    "stopping leading at once",
+                    desc,
+                    now - expiry,
+                )
+                return False
+            remaining = deadline - now
             if remaining <= 0:
+                logger.info("lease %s not renewed within %ss", desc, self.renew_deadline)
                 return False
             if self._clock.sleep(min(self.retry_period, remaining), stop):
                 return None
@@ -314,7 +421,7 @@ class LeaderElector:
                     e,
                 )
             else:
-                self._set_observed_record(record)
+                self._set_observed_record(record, renewed_at=now)
                 return True
 
         # 2. Obtain or create the record.
@@ -335,7 +442,7 @@ class LeaderElector:
             except Exception as ce:
                 logger.error("error initially creating lease lock %s: %s", desc, ce)
                 return False
-            self._set_observed_record(record)
+            self._set_observed_record(record, renewed_at=now)
             return True
 
         # 3. The record changed since we last looked: restart our local expiry timer.
@@ -366,7 +473,7 @@ class LeaderElector:
         except Exception as e:
             logger.error("failed to update lease %s: %s", desc, e)
             return False
-        self._set_observed_record(record)
+        self._set_observed_record(record, renewed_at=now)
         return True
 
     def _release(self) -> bool:
@@ -419,12 +526,15 @@ class LeaderElector:
         self._reported_leader = holder
         if self._on_new_leader is None:
             return
-        threading.Thread(
+        thread = threading.Thread(
             target=self._call_new_leader,
             args=(holder,),
             name=f"leader-elector-new-leader-{self.name or self._lock.describe()}",
             daemon=True,
-        ).start()
+        )
+        self._notify_threads = [t for t in self._notify_threads if t.is_alive()]
+        self._notify_threads.append(thread)
+        thread.start()
 
     def _call_new_leader(self, identity: str) -> None:
         assert self._on_new_leader is not None
