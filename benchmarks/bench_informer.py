@@ -5,8 +5,9 @@ it the official client's informer) or add ``--quick`` (2,000 pods and 5,000 even
 The embedded API server runs in its own process (:mod:`benchmarks.server_process`), seeded
 with realistic pods (:func:`benchmarks.pods.make_pod`, about 7 KB of JSON each with two
 managedFields entries) in 10 namespaces, and is reached over plain HTTP on loopback. Every
-informer runs in a fresh child process, so neither the GIL, the heap nor the GC state (our
-informer calls ``gc.freeze()`` after its first list) leaks from one measurement into another.
+informer runs in a fresh child process, so neither the GIL, the heap nor the GC state (with
+``MemoryTuning`` an informer calls ``gc.freeze()`` after its first list) leaks from one
+measurement into another.
 
 Figures, each beside a baseline measured in the same run:
 
