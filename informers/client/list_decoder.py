@@ -63,8 +63,8 @@ key by key, which leaves a 9- to 10-key dict in a 352-byte table and an 11- to 2
 COMPACT_DEPTH = 3
 """Levels of an item that :func:`compacted` rebuilds: the item, its members (``metadata``,
 ``spec``, ``status``) and theirs (``containers[i]``, ``containerStatuses[i]``, ``labels``),
-where a pod's large dicts are: for a typical 7 KB pod about 0.6 KB less cache memory, for
-about 10 us of decode."""
+where a pod's large dicts are: for a typical 7 KB pod about half a kilobyte less cache memory,
+for about 10 us of decode."""
 
 
 def compacted(obj: dict[str, Any], depth: int = COMPACT_DEPTH) -> dict[str, Any]:
