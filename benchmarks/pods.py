@@ -1,15 +1,15 @@
 """A realistic, deterministic Pod generator shared by every benchmark.
 
-``make_pod(i)`` builds the i-th pod of a Deployment-style workload with the shape described in
-``/work/shared/reference/perf-anchors.md`` section 1: 2-5 labels and 0-3 annotations, an owner
-ReplicaSet, two managedFields entries (kube-controller-manager ``Update`` and kubelet ``Update``
-of the status subresource) whose FieldsV1 trees follow the object, one container (two in 15%
-of pods) with env, ports, resources and (half the time) probes, the projected service-account
-token volume and a ConfigMap volume, the two default tolerations, optional affinity and
-nodeSelector, and a Running status with five conditions and container statuses.
+``make_pod(i)`` builds the i-th pod of a Deployment-style workload, shaped like a typical
+cluster's pods: 2-5 labels and 0-3 annotations, an owner ReplicaSet, two managedFields entries
+(kube-controller-manager ``Update`` and kubelet ``Update`` of the status subresource) whose
+FieldsV1 trees follow the object, one container (two in 15% of pods) with env, ports, resources
+and (half the time) probes, the projected service-account token volume and a ConfigMap volume,
+the two default tolerations, optional affinity and nodeSelector, and a Running status with five
+conditions and container statuses.
 
-Sizes (compact JSON) come out near the anchors: about 7 KB on average with managedFields,
-about 4 KB without. The same ``i`` always gives the same pod.
+Sizes (compact JSON): about 7 KB on average with managedFields, about 4 KB without. The same
+``i`` always gives the same pod.
 """
 
 from __future__ import annotations

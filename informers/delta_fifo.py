@@ -129,10 +129,9 @@ class DeltaFIFO:
       at once if ``add``/``update``/``delete`` came before any ``replace``.
     * **Memory.** A relisted dict whose key has nothing else queued is held alone, its one
       ``Delta`` and ``Deltas`` list made only when it is popped or read, and a first
-      ``replace`` builds no set of its keys: queueing a list of 10,000 objects costs their
-      key strings plus the map (measured: 0.15 instead of 0.42 KB per 7 KB pod,
-      ``benchmarks/bench_informer.py``). :meth:`pop_keyed` hands the key strings over, so a
-      consumer can keep them instead of making its own.
+      ``replace`` builds no set of its keys: queueing a list costs little more than its key
+      strings and the map. :meth:`pop_keyed` hands the key strings over, so a consumer can
+      keep them instead of making its own.
 
     Args:
         key_func: computes the key of an object (default
@@ -150,8 +149,8 @@ class DeltaFIFO:
             thread, under the lock, instead of waking the consumer (which keeps waiting).
             Order, sync tracking and the one-at-a-time guarantee are unchanged; only the
             thread differs, and it saves a thread wake-up per item when the queue runs empty
-            (0.1-0.2 ms on a busy two-core machine, ``benchmarks/bench_real.py``). Not in
-            client-go, whose goroutine hand-off costs nothing. Default ``False``.
+            (a fraction of a millisecond on a busy machine). Not in client-go, whose
+            goroutine hand-off costs nothing. Default ``False``.
         initial_population_hook: told when the first ``replace`` starts, fails, or has had
             its last item processed (see :class:`InitialPopulationHook`). Default none.
     """

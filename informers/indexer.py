@@ -79,8 +79,8 @@ def _pack(values: _Values) -> _Packed:
     object's metadata, so nothing is allocated per key); else ``values`` as it is.
 
     Equal values always pack to equal forms, so packed forms compare like the values. With
-    10,000 cached 7 KB pods and the namespace index this saves the two small lists per key the
-    values took (0.17 KB of live memory per pod, ``benchmarks/bench_informer.py``).
+    the namespace index alone this saves the two small lists per key the values would take
+    (about 0.2 KB per cached object).
     """
     if len(values) == 1:
         only = values[0]

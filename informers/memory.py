@@ -7,7 +7,8 @@ Nothing here runs unless a user passes a :class:`MemoryTuning` to a
 never touches the garbage collector or the C allocator. The bundled controllers' commands and
 the benchmarks turn it on.
 
-What it does to the whole process, and why (the figures are on the docs' benchmarks page):
+What it does to the whole process, and why (the figures: ``docs/performance.md`` and
+``docs/benchmarks.md``):
 
 * **Pause the cyclic GC while a list is decoded and stored** (:func:`gc_paused`). Decoding a
   list creates millions of containers that all stay alive in the cache; every collection on

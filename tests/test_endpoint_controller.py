@@ -1011,7 +1011,7 @@ def test_stale_cache_guard():
             client.close()
 
 
-# -- handlers -> queue keys (§A.2), stand-in informers, no API ----------------------------------
+# -- handlers -> queue keys (NewEndpointController's), stand-in informers, no API -------------
 
 
 def test_service_events_enqueue_at_once(stubs):

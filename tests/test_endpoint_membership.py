@@ -1,4 +1,5 @@
-"""Tests for controllers.endpoint.membership: which Services a pod event concerns (spec §A.2)."""
+"""Tests for controllers.endpoint.membership: which Services a pod event concerns (upstream:
+k8s.io/endpointslice v0.36.3 util/controller_utils.go)."""
 
 from __future__ import annotations
 

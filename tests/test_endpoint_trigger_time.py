@@ -1,5 +1,5 @@
-"""Tests for controllers.endpoint.trigger_time (spec §A.9; cases of upstream
-trigger_time_tracker_test.go plus timestamp parsing and formatting)."""
+"""Tests for controllers.endpoint.trigger_time (cases of k8s.io/endpointslice v0.36.3
+util/trigger_time_tracker_test.go plus timestamp parsing and formatting)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests for controllers.endpoint.truncate (the 1000-address capacity, spec §A.10)."""
+"""Tests for controllers.endpoint.truncate (the 1000-address capacity,
+endpoints_controller.go truncateEndpoints)."""
 
 from __future__ import annotations
 

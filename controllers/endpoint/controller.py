@@ -1,8 +1,16 @@
 """Keeps every selector Service's core/v1 Endpoints equal to the pods it selects.
 
-The Python counterpart of kube-controller-manager's endpoints controller
-(``pkg/controller/endpoint/endpoints_controller.go`` ≈v1.31-1.32); the specification is
-``reference/endpoints-and-kubelet.md`` part A. The pure logic lives in
+The Python counterpart of kube-controller-manager's endpoints controller: the ``Controller``
+of ``pkg/controller/endpoint/endpoints_controller.go`` in k8s.io/kubernetes v1.36.3
+(``NewEndpointController``'s event handlers, ``Run``, ``processNextWorkItem``, ``handleErr``,
+``syncService``, ``checkLeftoverEndpoints``); ``tests/test_endpoint_differential.py`` compares
+what it writes with what kube-controller-manager v1.36.3 writes. One difference of shape: v1.36
+resolves a pod event's Services on a second queue (``podQueue``, ``syncPod``); here the pod
+handlers resolve them at once, which yields the same Service keys.
+
+It keeps upstream's structure (its own worker loop and ``handleErr``) rather than running on
+:class:`informers.controller.Controller`, so that it reads function by function against
+endpoints_controller.go. The pure logic lives in
 :mod:`~controllers.endpoint.subsets`, :mod:`~controllers.endpoint.repack`,
 :mod:`~controllers.endpoint.truncate`, :mod:`~controllers.endpoint.trigger_time`,
 :mod:`~controllers.endpoint.desired` and :mod:`~controllers.endpoint.membership`, the API
@@ -101,16 +109,17 @@ class EndpointController:
     factory's typed informers (``factory.core().v1().pods()``, which have ``informer()`` and
     ``lister()``) or bare :class:`~informers.shared_informer.SharedIndexInformer` s.
 
-    **Handlers only enqueue Service keys** (§A.2): Service add/update/delete at once; pod
-    add/update/delete for the Services selecting the pod (old and new labels on a label
-    change, nothing unless fields the Endpoints depend on changed) after ``batch_period``;
-    Endpoints delete at once. Deviation from upstream, on by default
-    (``watch_endpoints_updates``): an Endpoints added or updated by someone else whose Service
-    exists and has a selector is re-synced at once (logged at INFO), so hand edits are
-    corrected instead of lingering until the next pod or Service change. The watch echoes of
-    this controller's own writes are told apart by their resourceVersions
-    (:class:`~controllers.endpoint.write_echoes.WriteEchoTracker`), also when an echo arrives
-    before the write returns or after a later write (logged at DEBUG, no sync).
+    **Handlers only enqueue Service keys** (upstream's ``onServiceUpdate``, ``onPodUpdate``
+    and ``onEndpointsDelete``): Service add/update/delete at once; pod add/update/delete for
+    the Services selecting the pod (old and new labels on a label change, nothing unless
+    fields the Endpoints depend on changed) after ``batch_period``; Endpoints delete at once.
+    Deviation from upstream, on by default (``watch_endpoints_updates``): an Endpoints added or
+    updated by someone else whose Service exists and has a selector is re-synced at once
+    (logged at INFO), so hand edits are corrected instead of lingering until the next pod or
+    Service change. The watch echoes of this controller's own writes are told apart by their
+    resourceVersions (:class:`~controllers.endpoint.write_echoes.WriteEchoTracker`), also when
+    an echo arrives before the write returns or after a later write (logged at DEBUG, no
+    sync).
 
     **sync_service** reads only listers (never the API) and writes through ``api_client``.
 
@@ -234,7 +243,7 @@ class EndpointController:
             for reg, informer in zip(registrations, informers, strict=True)
         ]
 
-    # -- event handlers (§A.2) --------------------------------------------------------------------
+    # -- event handlers (NewEndpointController's) ------------------------------------------------
 
     def _enqueue_service(self, obj: Any) -> None:
         try:
@@ -430,8 +439,8 @@ class EndpointController:
             self.queue.done(key)
 
     def handle_err(self, err: BaseException | None, key: Any) -> None:
-        """§A.5: forget on success; retry with rate limiting while requeued fewer than
-        ``max_retries`` times; then forget and drop."""
+        """``handleErr``: forget on success; retry with rate limiting while requeued fewer
+        than ``max_retries`` times; then forget and drop."""
         if err is None:
             self.queue.forget(key)
             return
@@ -446,7 +455,7 @@ class EndpointController:
         self.metrics.observe_drop()
         self.queue.forget(key)
 
-    # -- sync (§A.4) -----------------------------------------------------------------------------
+    # -- sync (syncService) ----------------------------------------------------------------------
 
     def sync_service(self, key: str) -> str:
         """Make the Endpoints of the Service ``key`` (``namespace/name``) right.

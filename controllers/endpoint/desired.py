@@ -1,10 +1,11 @@
 """Builds the Endpoints object a sync writes, and decides when the current one is already right.
 
-The object-level steps of the endpoints controller's ``syncService`` (§A.4 steps 9 and 10 of
-``reference/endpoints-and-kubelet.md``): labels, the trigger-time and over-capacity
-annotations, truncation, the headless label and the managed-by label (as in Kubernetes
-v1.33+, kubernetes#130564; the release our real-control-plane tests pin, v1.36, writes it).
-Pure and thread-safe; cached objects passed in are deep-copied, never modified.
+The object-level steps of the endpoints controller's ``syncService``
+(``pkg/controller/endpoint/endpoints_controller.go``, k8s.io/kubernetes v1.36.3: the
+"nothing to write" check and the building of ``newEndpoints``): labels, the trigger-time and
+over-capacity annotations, truncation, the headless label and the managed-by label (as in
+Kubernetes v1.33+, kubernetes#130564; the release our real-control-plane tests pin, v1.36,
+writes it). Pure and thread-safe; cached objects passed in are deep-copied, never modified.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def string_map(value: Any) -> dict[str, str]:
 def endpoints_up_to_date(
     current: Mapping[str, Any], subsets: list[dict[str, Any]], service_labels: Mapping[str, str]
 ) -> bool:
-    """Whether an existing Endpoints needs no write (§A.4 step 9, as in Kubernetes v1.36).
+    """Whether an existing Endpoints needs no write (``syncService``, Kubernetes v1.36).
 
     True iff its subsets equal ``subsets`` (:func:`subsets_equal_ignore_resource_version`), as
     they are or once repacked (so subsets another writer ordered differently, e.g.
@@ -117,7 +118,7 @@ def desired_endpoints(
     subsets: list[dict[str, Any]],
     trigger_time: int | None,
 ) -> dict[str, Any]:
-    """The Endpoints to write (§A.4 step 10).
+    """The Endpoints to write (``syncService``'s ``newEndpoints``).
 
     A deep copy of ``current`` (``{"metadata": {"name": name}}`` when there is none), with
     ``kind``/``apiVersion`` set and:

@@ -1,10 +1,12 @@
 """Decides which Services a pod event concerns (the endpoints controller's pod handlers).
 
-The Python counterpart of ``GetPodServiceMemberships``, ``podEndpointsChanged``,
-``determineNeededServiceUpdates`` and ``GetServicesToUpdateOnPodChange`` in
-``staging/src/k8s.io/endpointslice/util/controller_utils.go``; specification:
-``reference/endpoints-and-kubelet.md`` §A.2. Pure and thread-safe given a thread-safe way to
-list Services (a lister).
+The Python counterpart of ``podEndpointsChanged``, ``determineNeededServiceUpdates`` and the
+Service lookup of k8s.io/endpointslice v0.36.3 ``util/controller_utils.go``
+(``staging/src/k8s.io/endpointslice`` in the kubernetes repository): ``getServicesForPod``,
+and ``GetPodUpdateProjectionKey`` with ``GetServicesToUpdate``, which earlier releases had as
+``GetPodServiceMemberships`` and ``GetServicesToUpdateOnPodChange`` (the names used below);
+both give the same Service keys. Pure and thread-safe given a thread-safe way to list
+Services (a lister).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Deviation from upstream, as for pods (:mod:`controllers.endpoint.pod_selection`):
 ``GetPodServiceMemberships`` lists every Service of the pod's namespace on each pod event and
-matches each selector, about 3 us a Service in Python (115 us per event for 40 Services in
-``benchmarks/bench_real.py``), paid on the informer's thread before the sync is even queued.
+matches each selector: in Python a cost that grows with the namespace's Services, paid on the
+informer's thread for every pod event before the sync is even queued.
 Each Service is indexed under one pair of its selector; a pod can only be selected by the
 Services filed under one of its own label pairs, or under the namespace's "select everything"
 entry. :func:`~controllers.endpoint.membership.pod_service_memberships` still matches the

@@ -4,8 +4,8 @@ The Python counterpart of ``staleEndpointsTracker`` (``pkg/controller/endpoint/
 endpoints_tracker.go``, Kubernetes ≥ 1.31): after an update that changed an Endpoints'
 ``resourceVersion``, the old version is *stale*; finding it again in the informer cache means
 the cache has not caught up yet, so the sync must be retried rather than computed against it
-(kubernetes#127370, #126578). Specification: ``reference/endpoints-and-kubelet.md`` §A.4
-steps 8 and 13.
+(kubernetes#127370, #126578). ``syncService`` (``endpoints_controller.go``) asks it before
+computing and marks the old version after an update that changed it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Computes the Endpoints subsets a Service should have from its Pods.
 
-The pure half of the endpoints controller's ``syncService`` (``pkg/controller/endpoint/
-endpoints_controller.go`` at ≈v1.31-1.32, with ``ShouldPodBeInEndpoints`` and
-``ShouldSetHostname`` from ``staging/src/k8s.io/endpointslice/util/controller_utils.go`` and
-``FindPort`` from ``pkg/api/v1/pod/util.go``); the specification is
-``reference/endpoints-and-kubelet.md`` §A.4 step 6.
+The pure half of the endpoints controller's ``syncService`` (the loop over the Service's pods
+in ``pkg/controller/endpoint/endpoints_controller.go``, k8s.io/kubernetes v1.36.3, with
+``podToEndpointAddressForService`` and ``addEndpointSubset``), with ``ShouldPodBeInEndpoints``
+and ``ShouldSetHostname`` from k8s.io/endpointslice v0.36.3 ``util/controller_utils.go`` and
+``FindPort`` from its ``utils.go`` (``staging/src/k8s.io/endpointslice`` in the kubernetes
+repository).
 
 Pods and Services are plain dicts as the API server's JSON decodes them. Go reads absent
 fields as zero values, and so does this module: a missing ``status.phase`` is ``""``, a
@@ -382,7 +383,7 @@ def compute_subsets(
 
     ``pods`` must already be the pods of the Service's namespace matching its selector (the
     caller decides what the selector means, including that a missing selector selects
-    nothing). For each pod, in order (§A.4 step 6): skip it unless
+    nothing). For each pod, in order (``syncService``'s loop): skip it unless
     :func:`should_pod_be_in_endpoints` (terminating pods only with
     ``publishNotReadyAddresses``); build its address (:func:`pod_to_endpoint_address`; no IP
     of the Service's family skips it); add the hostname when :func:`should_set_hostname`; file

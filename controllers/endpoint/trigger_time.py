@@ -1,9 +1,10 @@
 """Computes the ``endpoints.kubernetes.io/last-change-trigger-time`` of each Service's Endpoints.
 
-The Python counterpart of ``staging/src/k8s.io/endpointslice/util/trigger_time_tracker.go``;
-specification: ``reference/endpoints-and-kubelet.md`` §A.9. Times are integer nanoseconds
-since the Unix epoch (UTC), so that RFC 3339 timestamps with sub-microsecond fractions
-round-trip exactly as Go's ``time.Time`` does; ``None`` is Go's zero time.
+The Python counterpart of ``TriggerTimeTracker`` in k8s.io/endpointslice v0.36.3
+``util/trigger_time_tracker.go`` (``staging/src/k8s.io/endpointslice`` in the kubernetes
+repository). Times are integer nanoseconds since the Unix epoch (UTC), so that RFC 3339
+timestamps with sub-microsecond fractions round-trip exactly as Go's ``time.Time`` does;
+``None`` is Go's zero time.
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ _RFC3339 = re.compile(
 _PARSED_CACHE_SIZE = 4096
 """Timestamps whose parse is remembered. Every sync parses the Ready condition's
 ``lastTransitionTime`` of each of the Service's pods, nearly all unchanged since the previous
-sync: a cached parse takes about 0.1 us instead of 6 us (a 25-pod Service's sync spends 30
-instead of 160 us here)."""
+sync, and a cached parse is about fifty times cheaper than a fresh one."""
 
 
 def parse_rfc3339(text: Any) -> int | None:

@@ -1,9 +1,8 @@
 """Truncates Endpoints subsets to the 1000-address capacity, as the endpoints controller does.
 
 The Python counterpart of ``truncateEndpoints``, ``addressSubset`` and
-``capacityAnnotationSetCorrectly`` in ``pkg/controller/endpoint/endpoints_controller.go``;
-specification: ``reference/endpoints-and-kubelet.md`` §A.10 and §A.4 step 9. Pure and
-thread-safe; inputs are never mutated.
+``capacityAnnotationSetCorrectly`` in ``pkg/controller/endpoint/endpoints_controller.go``
+(k8s.io/kubernetes v1.36.3). Pure and thread-safe; inputs are never mutated.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Tells the watch echoes of the controller's own Endpoints writes from other writers' changes.
 
 Only the controller's ``watch_endpoints_updates`` extension needs it (a deliberate deviation
-from §A.2 of ``reference/endpoints-and-kubelet.md``, where Endpoints adds and updates are not
-watched): an Endpoints event re-syncs its Service unless the event is the echo of a write this
+from upstream, whose ``NewEndpointController`` handles only Endpoints deletes, not adds and
+updates): an Endpoints event re-syncs its Service unless the event is the echo of a write this
 controller made. The echo races the write's response. It can be delivered before the ``POST``
 or ``PUT`` returns, when the new resourceVersion is not known yet, or after a later write of
 ours returned, when "the last version we wrote" is no longer its version. Comparing with one

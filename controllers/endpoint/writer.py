@@ -1,8 +1,9 @@
 """Writes Endpoints through the API server and reports failed writes as warning events.
 
-The API half of the endpoints controller's ``syncService`` (§A.4 steps 1, 11 and 12 of
-``reference/endpoints-and-kubelet.md``): ``POST``, ``PUT`` and ``DELETE`` of core/v1 Endpoints
-with plain dict bodies, through the official client's ``ApiClient``
+The API half of the endpoints controller's ``syncService`` (``pkg/controller/endpoint/
+endpoints_controller.go``, k8s.io/kubernetes v1.36.3: the delete of a Service that is gone,
+the create or update and its error handling): ``POST``, ``PUT`` and ``DELETE`` of core/v1
+Endpoints with plain dict bodies, through the official client's ``ApiClient``
 (:func:`informers.client.api_call.api_call`).
 """
 

@@ -6,7 +6,11 @@ Static pod manifests from a directory or file (:class:`FileSource`), a manifest 
 :class:`PodConfig` into one ordered stream of :class:`PodUpdate` s, which a :class:`SyncLoop`
 dispatches to a :class:`SyncHandler`; the default :class:`PodSyncHandler` runs each pod on its
 own worker (:class:`PodWorkers`) against a pluggable :class:`Runtime`. :class:`NodeAgent` wires
-it all. Specification: ``reference/endpoints-and-kubelet.md`` part C.
+it all. Upstream: ``pkg/kubelet/config`` and the sync loop of ``pkg/kubelet/kubelet.go``
+(k8s.io/kubernetes v1.36.3), in the shape of earlier releases where each source sends
+``PodUpdate`` SETs and ``PodConfig`` has notification modes (v1.36.3 sources send plain pod
+lists and only the incremental mode is left); each module names its upstream file where it
+has one.
 
 The package root only re-exports; each component lives in a module named by its noun.
 """

@@ -1,7 +1,7 @@
 """Sends the pods bound to this node in the API server as SETs of source "api".
 
-The Python counterpart of ``pkg/kubelet/config/apiserver.go``; specification:
-``reference/endpoints-and-kubelet.md`` §C.8. Exactly the kubelet's construction: a
+The Python counterpart of ``NewSourceApiserver`` in ``pkg/kubelet/config/apiserver.go``
+(k8s.io/kubernetes v1.36.3). Exactly the kubelet's construction: a
 :class:`~informers.list_watch.ListWatch` on ``pods`` in all namespaces with the field selector
 ``spec.nodeName=<node>``, and a :class:`~informers.reflector.Reflector` (resync 0) writing into
 an :class:`~informers.undelta_store.UndeltaStore` keyed ``namespace/name`` whose push sends

@@ -1,7 +1,8 @@
 """Turns a static pod manifest (file or URL body) into the pods a node runs.
 
-The Python counterpart of ``pkg/kubelet/config/common.go`` (specification:
-``reference/endpoints-and-kubelet.md`` §C.5), in the order the kubelet applies it:
+The Python counterpart of ``pkg/kubelet/config/common.go`` (``tryDecodeSinglePod``,
+``tryDecodePodList``, ``applyDefaults``; k8s.io/kubernetes v1.36.3), in the order the kubelet
+applies it:
 
 1. **Decode**: YAML or JSON (JSON is YAML) into a ``Pod`` or a ``PodList``; ``kind`` and
    ``apiVersion: v1`` are required, as the API machinery's universal decoder requires them.
@@ -20,13 +21,14 @@ The Python counterpart of ``pkg/kubelet/config/common.go`` (specification:
 
 Every failure is a :class:`~controllers.kubelet.errors.ManifestError` naming the source.
 
-**UID.** The kubelet hashes Go's ``spew`` dump of the pod, which cannot be reproduced outside
-Go (reference §E), so the exact bits differ from a real kubelet's: here the UID is the MD5 (the
-kubelet's hash before it moved to FNV-128a) of the canonical JSON of the decoded, API-defaulted
-pod, followed by ``host:<node>`` and ``file:<path>`` or ``url:<url>``. What matters holds: the
-UID is deterministic for the same (content, node, path or URL) and changes when any of them
-changes. Unlike the kubelet, which hashes the node only for file pods, the node is hashed for
-URL pods too, so two nodes reading one URL never share a pod UID.
+**UID.** The kubelet hashes Go's ``spew`` dump of the whole pod (``hash.DeepHashObject`` in
+``applyDefaults``), which is not reproduced here, so the exact bits differ from a real
+kubelet's: here the UID is the MD5 (the kubelet's hash before it moved to FNV-128a) of the
+canonical JSON of the decoded, API-defaulted pod, followed by ``host:<node>`` and
+``file:<path>`` or ``url:<url>``. What matters holds: the UID is deterministic for the same
+(content, node, path or URL) and changes when any of them changes. Unlike the kubelet, which
+hashes the node only for file pods, the node is hashed for URL pods too, so two nodes reading
+one URL never share a pod UID.
 
 All functions are pure (inputs are never mutated) and thread-safe.
 """

@@ -1,7 +1,7 @@
 """Reads static pods from a manifest directory or file and sends them as SETs of source "file".
 
-The Python counterpart of ``pkg/kubelet/config/file.go`` and ``file_linux.go``; specification:
-``reference/endpoints-and-kubelet.md`` §C.6. Pods go through an
+The Python counterpart of ``pkg/kubelet/config/file.go`` and ``file_linux.go``
+(``sourceFile``; k8s.io/kubernetes v1.36.3). Pods go through an
 :class:`~informers.undelta_store.UndeltaStore` keyed ``namespace/name``: every change of the
 store sends ``PodUpdate(all pods, SET, "file")`` on the channel.
 

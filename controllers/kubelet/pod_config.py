@@ -1,11 +1,12 @@
 """Merges the pod lists of several sources into one ordered stream of PodUpdates.
 
-The Python counterpart of ``pkg/kubelet/config/config.go`` (``PodConfig`` and ``podStorage``)
-and ``pkg/util/config`` (the mux); specification: ``reference/endpoints-and-kubelet.md``
-§C.2-C.4. Each source puts :class:`~controllers.kubelet.pod_update.PodUpdate` s on its own
-channel; PodConfig keeps one map ``uid -> pod`` per source, decides from the difference what
-really changed, and emits ADD / UPDATE / DELETE / REMOVE / RECONCILE or SET updates on
-:attr:`PodConfig.updates` according to its notification mode.
+The Python counterpart of ``pkg/kubelet/config/config.go`` (``PodConfig`` and ``podStorage``,
+``merge``) and ``mux.go`` (k8s.io/kubernetes v1.36.3), with the notification modes of earlier
+releases (v1.36.3 keeps only the incremental one). Each source puts
+:class:`~controllers.kubelet.pod_update.PodUpdate` s on its own channel; PodConfig keeps one map
+``uid -> pod`` per source, decides from the difference what really changed, and emits ADD /
+UPDATE / DELETE / REMOVE / RECONCILE or SET updates on :attr:`PodConfig.updates` according to
+its notification mode.
 """
 
 from __future__ import annotations

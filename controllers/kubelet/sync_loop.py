@@ -1,7 +1,7 @@
 """Dispatches PodConfig updates to a SyncHandler and runs periodic syncs and housekeeping.
 
 The Python counterpart of the kubelet's ``syncLoop`` / ``syncLoopIteration``
-(``pkg/kubelet/kubelet.go``; reference ``endpoints-and-kubelet.md`` §C.9): ADD goes to
+(``pkg/kubelet/kubelet.go``, k8s.io/kubernetes v1.36.3): ADD goes to
 ``handle_pod_additions``, UPDATE and DELETE (a graceful deletion) to ``handle_pod_updates``,
 REMOVE to ``handle_pod_removes``, RECONCILE to ``handle_pod_reconcile``; after each update its
 source is marked seen. Periodic syncs (``handle_pod_syncs``) and housekeeping

@@ -1,10 +1,9 @@
 """Polls a manifest URL for static pods and sends them as SETs of source "http".
 
-The Python counterpart of ``pkg/kubelet/config/http.go``; specification:
-``reference/endpoints-and-kubelet.md`` §C.7. Every ``period`` seconds
-(``--http-check-frequency``, default 20 s) the URL is fetched with ``requests`` and the
-configured headers (``--manifest-url-header``); the body is one Pod or a PodList, defaulted and
-validated as URL pods (:mod:`controllers.kubelet.defaults`).
+The Python counterpart of ``sourceURL`` in ``pkg/kubelet/config/http.go`` (k8s.io/kubernetes
+v1.36.3). Every ``period`` seconds (``--http-check-frequency``, default 20 s) the URL is fetched
+with ``requests`` and the configured headers (``--manifest-url-header``); the body is one Pod or
+a PodList, defaulted and validated as URL pods (:mod:`controllers.kubelet.defaults`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """Decodes API server JSON from bytes straight to plain dicts, with orjson when it is installed.
 
-The hot path of every informer is "bytes from the socket -> dict in the cache". Measured on the
-project's 2-core machines (reference/perf-anchors.md sections 2 and 3): ``orjson.loads(bytes)``
-decodes a 7 KB pod in 50-65 us, the standard library's ``json.loads`` in 115-145 us, and a
-bytes->str step first costs another ~10 %. So this module:
+The hot path of every informer is "bytes from the socket -> dict in the cache" (where its time
+goes: the docs' performance page, ``docs/performance.md``). So this module:
 
-* uses ``orjson`` when importable (``pip install kube-informers[fast]``), the standard library
-  otherwise (``json.loads`` accepts bytes and detects UTF-8 itself);
+* uses ``orjson`` when importable (``pip install kube-informers[fast]``; it decodes a pod in
+  about half the time of the standard library), the standard library otherwise (``json.loads``
+  accepts bytes and detects UTF-8 itself);
 * never turns bytes into ``str`` first and never re-encodes;
 * builds no model objects;
 * can leave ``metadata.managedFields`` out (``drop_managed_fields=True``) without decoding it:
   the members are cut out of the bytes first (:func:`strip_managed_fields_bytes`), and the
-  result is checked to equal what decoding everything and deleting them would give. A pod is
-  about 40 % managedFields: measured on 7 KB pods, a list decodes in 35-50 % less time, a
-  watch line in about 45 % less (26 instead of 47 us, cold), and an informer's cache takes
-  21.3 instead of 38.6 KB per pod (deleting them after decoding a whole list leaves the freed
-  memory in the allocator, reference/perf-anchors.md section 6).
+  result is checked to equal what decoding everything and deleting them would give. A typical
+  pod is about 40 % managedFields, none of which is then decoded, allocated or kept.
 
 Both decoders produce the same dicts for any JSON the API server sends.
 """

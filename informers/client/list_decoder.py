@@ -2,11 +2,11 @@
 
 Why: kube-apiserver streams a large list (its JSON encoder writes item after item), and a
 10,000-pod list takes it about a second to produce. Reading the whole body and only then
-decoding it puts our decode (0.5-0.7 s for 73 MB with orjson) after the server's work; feeding
-the bytes to :class:`ListDecoder` as they arrive decodes each item while the server is still
-encoding the next ones, so most of the decode is hidden behind the wait. The result is the
-same as decoding the whole body (:func:`informers.client.decoder.decode`), byte for byte; only the
-moment the work is done changes.
+decoding it puts our decode (over half a second for such a list, with orjson) after the
+server's work; feeding the bytes to :class:`ListDecoder` as they arrive decodes each item while
+the server is still encoding the next ones, so most of the decode is hidden behind the wait.
+The result is the same as decoding the whole body (:func:`informers.client.decoder.decode`),
+byte for byte; only the moment the work is done changes.
 
 How items are found without a JSON parser of our own: the list's items are the members of the
 array after its top-level ``"items":[``. Each item of an API server list starts with the same
@@ -57,14 +57,14 @@ items that contain the candidate pattern in nested values)."""
 COMPACT_MIN_KEYS = 9
 """Dicts with at least this many keys are rebuilt by :func:`compacted`. orjson grows a dict
 key by key, which leaves a 9- to 10-key dict in a 352-byte table and an 11- to 21-key one in a
-632-byte table; rebuilt in one go they take 272 and 464 bytes (CPython 3.11, measured). Smaller
-dicts come out the same either way."""
+632-byte table; rebuilt in one go they take 272 and 464 bytes (CPython 3.11's
+``sys.getsizeof``). Smaller dicts come out the same either way."""
 
 COMPACT_DEPTH = 3
 """Levels of an item that :func:`compacted` rebuilds: the item, its members (``metadata``,
 ``spec``, ``status``) and theirs (``containers[i]``, ``containerStatuses[i]``, ``labels``),
-where a pod's large dicts are. Measured on the benchmark's 7 KB pods: 0.6 KB less per cached
-pod, for about 10 us per pod."""
+where a pod's large dicts are: for a typical 7 KB pod about half a kilobyte less cache memory,
+for about 10 us of decode."""
 
 
 def compacted(obj: dict[str, Any], depth: int = COMPACT_DEPTH) -> dict[str, Any]:
