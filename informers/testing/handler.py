@@ -459,6 +459,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         )
         if failure is not None:
             err = status.from_code(failure.code, failure.message, failure.retry_after)
+            if failure.as_ok:
+                return Response(200, status_response(err).body)
             if failure.in_stream and verb == "watch":
                 self._serve_stream_error(app, info, query, err)
                 return None

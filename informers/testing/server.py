@@ -31,7 +31,7 @@ from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.schemas import Schemas
 from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, object_key
 from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
-from informers.testing.watch import WatchHandle
+from informers.testing.watch import EVENT_TYPES, WatchHandle
 
 __all__ = ["DEFAULT_NAMESPACES", "ApiServer"]
 
@@ -457,13 +457,16 @@ class ApiServer:
     def fail_next(
         self, count: int, status: int, verb: str | None = None, resource: str | None = None,
         retry_after: int | None = None, *, message: str | None = None, in_stream: bool = False,
-        match: Callable[[RequestRecord], bool] | None = None,
+        match: Callable[[RequestRecord], bool] | None = None, as_ok: bool = False,
     ) -> None:
         """Fail the next ``count`` API requests matching ``verb``/``resource`` with ``status``
         (the real reason for the code: 429 ``TooManyRequests`` with ``Retry-After``, 410
         ``Expired``, 500 ``InternalError``, 504 ``Timeout``...). Discovery is never failed.
         ``in_stream=True`` makes a failed watch answer 200 and send the Status as an ``ERROR``
-        event, as kube-apiserver reports errors found after a watch started.
+        event, as kube-apiserver reports errors found after a watch started. ``as_ok=True``
+        answers ``200 OK`` with the failure ``Status`` (its ``code`` is ``status``) as the
+        whole body, also for a watch (``Content-Length``, not chunked): what a broken proxy
+        does; the two exclude each other (``ValueError``).
 
         ``match`` narrows the rule further: a predicate over the request as a
         :class:`RequestRecord` (query, namespace, name...; ``status`` is 0), called on the
@@ -477,6 +480,7 @@ class ApiServer:
         self.faults.add_failure(InjectedFailure(
             remaining=count, code=status, verb=verb, resource=resource,
             retry_after=retry_after, message=message, in_stream=in_stream, match=match,
+            as_ok=as_ok,
         ))
 
     def delay(self, seconds: float, verb: str | None = None, resource: str | None = None) -> None:
@@ -502,6 +506,26 @@ class ApiServer:
         for handle in handles:
             handle.inject_malformed()
         self.storage.notify_all()
+        return len(handles)
+
+    def garble_watch_events(
+        self, count: int = 1, event_type: str | None = None, resource: str | None = None
+    ) -> int:
+        """Every open watch (of ``resource``, a plural, if given) cuts its next ``count`` real
+        events (of ``event_type``: ``ADDED``, ``MODIFIED`` or ``DELETED``; ``None``: any) in
+        the middle of their JSON line, then carries on with the events after them: the event
+        is lost to a client that skips a line it cannot decode and moves on (a cut
+        ``DELETED`` of ``a`` followed by an ``ADDED`` of ``d`` leaves ``a`` in its cache).
+        Watches opened later are not affected, nor are bookmarks. Returns the number of
+        watches affected."""
+        if count < 1:
+            raise ValueError(f"count must be >= 1, got {count}")
+        if event_type is not None and event_type not in EVENT_TYPES:
+            raise ValueError(f"event_type must be one of {EVENT_TYPES} or None, got "
+                             f"{event_type!r}")
+        handles = self.connections.watches(resource)
+        for handle in handles:
+            handle.garble(count, event_type)
         return len(handles)
 
     def compact(self) -> str:
