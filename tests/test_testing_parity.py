@@ -11,8 +11,12 @@ watch cache) are listed in the ``ApiServer`` docstring.
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
+import json
+import ssl
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -189,3 +193,63 @@ def test_the_seeding_helpers_follow_the_same_rules(any_api_server):
     assert web["spec"]["clusterIPs"] == [web["spec"]["clusterIP"]]
     assert "labels" not in server.create({"apiVersion": "v1", "kind": "ConfigMap",
                                           "metadata": {"name": "c", "labels": {}}})["metadata"]
+
+
+# -- anonymous requests -------------------------------------------------------------------------
+
+
+def anonymous(server, method: str, path: str, token: str | None = None) -> tuple[int, bytes]:
+    """One request over TLS without credentials (or with ``token``)."""
+    url = urlsplit(server.https_url)
+    context = ssl.create_default_context(cafile=server.ca_file)
+    connection = http.client.HTTPSConnection(url.hostname, url.port, context=context,
+                                             timeout=WAIT)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connection.request(method, path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def forbidden(message: str, **details: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": "Forbidden", "details": details, "code": 403}
+
+
+def test_anonymous_clients_may_read_the_version_and_health_only(any_api_server):
+    s = any_api_server
+    # system:public-info-viewer, bound to system:unauthenticated
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert anonymous(s, "GET", path) == (200, b"ok")
+    for path in ("/version", "/version/"):
+        code, body = anonymous(s, "GET", path)
+        assert (code, json.loads(body)["major"]) == (200, "1")
+    # only GET, only those paths
+    code, body = anonymous(s, "POST", "/healthz")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'forbidden: User "system:anonymous" cannot post path "/healthz"'))
+    assert anonymous(s, "HEAD", "/version") == (403, b"")
+    code, body = anonymous(s, "GET", "/api")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'forbidden: User "system:anonymous" cannot get path "/api"'))
+    code, body = anonymous(s, "GET", "/api/v1/namespaces")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" '
+        'in API group "" at the cluster scope', kind="namespaces"))
+    code, body = anonymous(s, "GET", f"/api/v1/namespaces/{s.namespace}/pods/p/status")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'pods "p" is forbidden: User "system:anonymous" cannot get resource "pods/status" '
+        f'in API group "" in the namespace "{s.namespace}"', name="p", kind="pods"))
+    code, body = anonymous(s, "GET", "/apis/coordination.k8s.io/v1/leases?watch=1")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'leases.coordination.k8s.io is forbidden: User "system:anonymous" cannot watch '
+        'resource "leases" in API group "coordination.k8s.io" at the cluster scope',
+        group="coordination.k8s.io", kind="leases"))
+    # a wrong token is not anonymous: 401, on the public paths too
+    unauthorized = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+    for path in ("/healthz", "/version", "/api/v1/namespaces"):
+        code, body = anonymous(s, "GET", path, token="wrong")
+        assert (code, json.loads(body)) == (401, unauthorized)

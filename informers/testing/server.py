@@ -47,7 +47,10 @@ class ApiServer:
     :mod:`informers.testing.tls`) because ``kubectl`` only sends credentials over TLS.
 
     Use as a context manager (``with ApiServer() as server:``) or call :meth:`start` /
-    :meth:`stop`. Every request needs ``Authorization: Bearer <token>`` (401 otherwise);
+    :meth:`stop`. Every request needs ``Authorization: Bearer <token>``: other credentials
+    answer 401 and a request without any is anonymous, as on kube-apiserver with its default
+    ``--anonymous-auth`` and RBAC: it may GET ``/healthz``, ``/livez``, ``/readyz`` and
+    ``/version`` (the ``system:public-info-viewer`` role) and is answered 403 otherwise;
     :meth:`api_client` (plain HTTP unless ``secure=True``) and :meth:`write_kubeconfig`
     (HTTPS) carry it. Thread-safe throughout. Each request runs on its own daemon thread;
     :meth:`stop` cuts every connection and waits for them.
@@ -127,6 +130,12 @@ class ApiServer:
             ``watch_cache.go`` ``blockTimeout``).
         watch_cache: serve ``resourceVersion=0`` lists ignoring ``limit``, as the watch cache does.
         max_request_body_bytes: larger bodies answer 413 (kube-apiserver default 3 MiB).
+        header_read_timeout: seconds a connection has to send a request's line and headers
+            (the first request's from the moment it connects, TLS handshake included)
+            before it is closed unanswered (kube-apiserver: 32 s, Go's ``ReadHeaderTimeout``
+            in ``k8s.io/apiserver/pkg/server/secure_serving.go``).
+        idle_timeout: seconds a kept-alive connection may wait for its next request (the
+            same file: ``IdleTimeout`` 90 s).
         namespaces: namespaces that exist at start.
     """
 
@@ -137,14 +146,20 @@ class ApiServer:
         history_limit: int = DEFAULT_HISTORY_LIMIT, min_request_timeout: float = 1800.0,
         fresh_wait: float = 3.0, watch_cache: bool = True,
         max_request_body_bytes: int = status.MAX_REQUEST_BODY_BYTES,
+        header_read_timeout: float = 32.0, idle_timeout: float = 90.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
     ) -> None:
+        if header_read_timeout <= 0 or idle_timeout <= 0:
+            raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
+                             f"{header_read_timeout} and {idle_timeout}")
         self.host = host
         self.port = port
         self.https_port = https_port
         self.token = token if token is not None else secrets.token_urlsafe(24)
         self.clock = clock
         self.max_request_body_bytes = max_request_body_bytes
+        self.header_read_timeout = header_read_timeout
+        self.idle_timeout = idle_timeout
         self.registry = ResourceRegistry()
         self.storage = Storage(history_limit=history_limit, clock=clock)
         self.strategy = Strategy(self.storage, self.registry, clock)
