@@ -253,3 +253,40 @@ def test_anonymous_clients_may_read_the_version_and_health_only(any_api_server):
     for path in ("/healthz", "/version", "/api/v1/namespaces"):
         code, body = anonymous(s, "GET", path, token="wrong")
         assert (code, json.loads(body)) == (401, unauthorized)
+
+
+# -- pod IPs ------------------------------------------------------------------------------------
+
+
+# The cases of Test_v1_PodStatus_to_core_PodStatus (pkg/apis/core/v1/conversion_test.go), as a
+# client sees them after the round trip through the internal version: (podIP, podIPs written)
+# -> (podIP, podIPs stored).
+POD_IP_CASES = [
+    ("mismatched podIP", "1.1.2.1", ["1.1.1.1", "2000::1"], "1.1.2.1", ["1.1.2.1"]),
+    ("matching podIP", "1.1.1.1", ["1.1.1.1", "2000::1"], "1.1.1.1", ["1.1.1.1", "2000::1"]),
+    ("empty podIP", "", ["1.1.1.1", "2000::1"], "1.1.1.1", ["1.1.1.1", "2000::1"]),
+    ("only Primary IP Provided", "1.1.1.1", None, "1.1.1.1", ["1.1.1.1"]),
+    ("both are not provided", "", None, None, None),
+    ("v6 and v4", "2000::1", ["2000::1", "1.1.1.1"], "2000::1", ["2000::1", "1.1.1.1"]),
+]
+
+
+def test_pod_ip_and_pod_ips_fill_each_other(any_api_server):
+    # A pod written with podIP only has podIPs on kube-apiserver, which is what the endpoint
+    # controller reads.
+    s, ns = any_api_server, any_api_server.namespace
+    for index, (case, pod_ip, pod_ips, want_ip, want_ips) in enumerate(POD_IP_CASES):
+        name = f"p{index}"
+        status: dict = {"phase": "Running"}
+        if pod_ip:
+            status["podIP"] = pod_ip
+        if pod_ips is not None:
+            status["podIPs"] = [{"ip": ip} for ip in pod_ips]
+        s.create(new_pod(name, node="node-1") | {"status": status}, namespace=ns)
+        stored = s.get("pods", ns, name)["status"]
+        got_ips = [entry["ip"] for entry in stored["podIPs"]] if "podIPs" in stored else None
+        assert (stored.get("podIP"), got_ips) == (want_ip, want_ips), case
+    # A later status patch of podIP alone replaces podIPs too (it differs from their first).
+    patched = s.patch("pods", ns, "p1", {"status": {"podIP": "1.1.9.9"}})
+    assert (patched["status"]["podIP"], patched["status"]["podIPs"]) == (
+        "1.1.9.9", [{"ip": "1.1.9.9"}])

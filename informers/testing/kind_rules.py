@@ -36,6 +36,7 @@ __all__ = [
     "pod_grace_period",
     "prepare_namespace_create",
     "prepare_namespace_update",
+    "round_trip_pod_ips",
     "spec_finalizers",
     "validate_name",
 ]
@@ -222,6 +223,33 @@ def pod_grace_period(pod: dict[str, Any], grace: int | None) -> int:
     if period < 0:
         period = 1
     return period
+
+
+def round_trip_pod_ips(pod: dict[str, Any]) -> None:
+    """What decoding a v1 pod into the internal version and encoding it back does to
+    ``status.podIP`` and ``status.podIPs`` (``pkg/apis/core/v1/conversion.go``): on the way in
+    (``Convert_v1_PodStatus_To_core_PodStatus``) a ``podIP`` without ``podIPs`` becomes
+    ``podIPs: [{ip: podIP}]``, and a ``podIP`` that differs from the first of ``podIPs`` wins
+    (``podIPs`` becomes just it, "for compatibility with older kubelets"); the internal
+    version has no ``podIP``, so on the way out (``Convert_core_PodStatus_To_v1_PodStatus``)
+    it is the first of ``podIPs``. Values of the wrong type are left alone (field validation
+    answers them). Replaces (never mutates) the status dict it changes."""
+    status_part = pod.get("status")
+    if not isinstance(status_part, dict):
+        return
+    pod_ip = status_part.get("podIP") or ""
+    pod_ips = status_part.get("podIPs") or []
+    if not isinstance(pod_ip, str) or not isinstance(pod_ips, list):
+        return
+    first = pod_ips[0].get("ip") if pod_ips and isinstance(pod_ips[0], dict) else None
+    if pod_ip and (not pod_ips or first != pod_ip):
+        pod_ips, first = [{"ip": pod_ip}], pod_ip
+    if not pod_ips:
+        return
+    if isinstance(first, str) and first and (first != status_part.get("podIP")
+                                             or pod_ips is not status_part.get("podIPs")):
+        rest = {k: v for k, v in status_part.items() if k not in ("podIP", "podIPs")}
+        pod["status"] = {**rest, "podIP": first, "podIPs": pod_ips}
 
 
 # -- namespaces ----------------------------------------------------------------------------------

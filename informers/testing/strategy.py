@@ -36,6 +36,7 @@ from informers.testing.kind_rules import (
     pod_grace_period,
     prepare_namespace_create,
     prepare_namespace_update,
+    round_trip_pod_ips,
     spec_finalizers,
     validate_name,
 )
@@ -128,6 +129,8 @@ class Strategy:
         obj.pop("kind", None)
         obj.pop("apiVersion", None)
         omit_empty(rt, obj)
+        if is_pods(rt):
+            round_trip_pod_ips(obj)
         return obj
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
