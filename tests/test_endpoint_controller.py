@@ -488,7 +488,7 @@ def test_no_write_when_nothing_changed(cluster):
     # An irrelevant pod change enqueues nothing; a service change syncs without a write.
     pod = s.get("pods", NS, "a")
     pod["metadata"]["annotations"] = {"note": "x"}
-    pod["status"]["podIP"] = "10.9.9.9"  # podIP alone is not looked at
+    pod["status"]["message"] = "busy"  # not looked at (a new podIP would be: it sets podIPs)
     s.update(pod)
     svc = s.get("services", NS, "web")
     svc["metadata"]["annotations"] = {"note": "y"}
