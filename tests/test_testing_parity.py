@@ -5,8 +5,10 @@ two were found to differ and the embedded server was fixed: each test runs again
 Fixed: a pod's delete writes its deletion mark before removing it (and honours
 ``spec.terminationGracePeriodSeconds``); a Service gets a cluster IP allocated and keeps it;
 empty ``omitempty`` fields (labels, a Service's selector, an Endpoints' subsets, a ConfigMap's
-data) are not stored. The differences left (no defaulting, no validation, compaction and the
-watch cache) are listed in the ``ApiServer`` docstring.
+data) are not stored; anonymous clients may read ``/version`` and the health checks only; a
+pod's ``podIP`` and ``podIPs`` fill each other. Validation is held to kube-apiserver's in
+tests/test_testing_validation.py. The differences left (little defaulting, little validation,
+compaction and the watch cache) are listed in the ``ApiServer`` docstring.
 """
 
 from __future__ import annotations

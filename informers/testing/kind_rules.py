@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import ipaddress
 import random
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from informers.name_validation import DNS1035_LABEL_RE, DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 from informers.testing import status
 from informers.testing.resources import ResourceType
 from informers.testing.storage import Entry
+from informers.testing.validation import (
+    Cause,
+    endpoints_errors,
+    metadata_errors,
+    name_causes,
+)
 
 __all__ = [
     "IMMORTAL_NAMESPACES",
@@ -27,6 +31,8 @@ __all__ = [
     "NAME_LABEL",
     "TERMINATING",
     "allocate_cluster_ip",
+    "default_endpoints",
+    "is_endpoints",
     "is_namespaces",
     "is_pods",
     "is_services",
@@ -38,28 +44,9 @@ __all__ = [
     "prepare_namespace_update",
     "round_trip_pod_ips",
     "spec_finalizers",
-    "validate_name",
+    "validate",
 ]
 
-_SUBDOMAIN = DNS1123_SUBDOMAIN_RE
-_LABEL = DNS1123_LABEL_RE
-_DNS1035 = DNS1035_LABEL_RE
-# apimachinery/pkg/util/validation/validation.go error texts.
-_NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
-    "subdomain": (_SUBDOMAIN, 253, (
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-        "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-        "'example.com', regex used for validation is "
-        r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")),
-    "label": (_LABEL, 63, (
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-        "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-        "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")),
-    "dns1035": (_DNS1035, 63, (
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-        "with an alphabetic character, and end with an alphanumeric character (e.g. "
-        "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")),
-}
 _TERMINAL_PHASES = ("Succeeded", "Failed")
 # core/v1: the namespace finalizer the namespace controller owns (FinalizerKubernetes), the
 # label every namespace carries (LabelMetadataName, SetDefaults_Namespace) and the namespaces
@@ -87,6 +74,11 @@ def is_services(rt: ResourceType) -> bool:
     return rt.plural == "services" and not rt.group
 
 
+def is_endpoints(rt: ResourceType) -> bool:
+    """``rt`` is the core ``endpoints`` resource."""
+    return rt.plural == "endpoints" and not rt.group
+
+
 def is_namespaces(rt: ResourceType) -> bool:
     """``rt`` is the core ``namespaces`` resource."""
     return rt.plural == "namespaces" and not rt.group
@@ -95,22 +87,53 @@ def is_namespaces(rt: ResourceType) -> bool:
 # -- names ---------------------------------------------------------------------------------------
 
 
-def validate_name(rt: ResourceType, name: str) -> None:
-    """The name rule of ``rt`` (``rt.name_rule``: a DNS-1123 subdomain by default).
+def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    """The validation of a create (``old`` is ``None``) or an update of ``obj`` (a decoded
+    body, after defaulting): on a create the name rule of ``rt`` (``rt.name_rule``: a DNS-1123
+    subdomain by default; an update cannot change the name), then for every kind the labels
+    and annotations (on an update four times over, as kube-apiserver reports them for the
+    built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`).
 
     Raises:
-        StatusError: 422 Invalid, with a cause per broken rule (length, then format).
+        StatusError: 422 Invalid, with a cause per error, in upstream's order.
     """
-    pattern, limit, message = _NAME_RULES.get(rt.name_rule, _NAME_RULES["subdomain"])
-    causes = []
-    if len(name) > limit:
-        causes.append(("FieldValueInvalid", "metadata.name",
-                       f'Invalid value: "{name}": must be no more than {limit} characters'))
-    if not pattern.fullmatch(name):
-        causes.append(("FieldValueInvalid", "metadata.name",
-                       f'Invalid value: "{name}": {message}'))
+    meta = obj["metadata"]
+    name = meta.get("name") or ""
+    causes: list[Cause] = []
+    if old is None:
+        causes.extend(name_causes(rt.name_rule, name))
+        causes.extend(metadata_errors(meta))
+    else:
+        # An update checks the metadata four times, and its 422 lists every cause that
+        # often (the message says each once): rest.BeforeUpdate's validateCommonFields runs
+        # ValidateObjectMetaAccessor and ValidateObjectMetaAccessorUpdate, then the kind's
+        # ValidateXUpdate ValidateObjectMetaUpdate and ValidateObjectMeta again.
+        causes.extend(metadata_errors(meta) * 4)
+    if is_endpoints(rt):
+        causes.extend(endpoints_errors(obj, old))
     if causes:
         raise status.invalid(rt.kind, rt.group, name, causes)
+
+
+def default_endpoints(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Endpoints`` (``pkg/apis/core/v1/defaults.go``): a port without a
+    ``protocol`` is ``TCP``. Replaces (never mutates) the lists and dicts it changes."""
+    subsets = obj.get("subsets")
+    if not isinstance(subsets, list):
+        return
+    changed = False
+    new_subsets = []
+    for subset in subsets:
+        ports = subset.get("ports") if isinstance(subset, dict) else None
+        if isinstance(ports, list) and any(isinstance(p, dict) and not p.get("protocol")
+                                           for p in ports):
+            subset = {**subset, "ports": [
+                {**p, "protocol": "TCP"} if isinstance(p, dict) and not p.get("protocol") else p
+                for p in ports]}
+            changed = True
+        new_subsets.append(subset)
+    if changed:
+        obj["subsets"] = new_subsets
 
 
 # -- empty fields --------------------------------------------------------------------------------

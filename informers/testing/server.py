@@ -79,8 +79,12 @@ class ApiServer:
       their Go types; of custom resources, only in ``metadata``) are dropped, and they and
       duplicate JSON fields get a ``Warning`` header (``Warn``, the default) or a 400
       (``Strict``, kubectl's default), as on kube-apiserver;
-    * no admission beyond NamespaceLifecycle, no defaulting or validation beyond names, unknown
-      fields (and the ``kubernetes.io/metadata.name`` label of namespaces), no managedFields
+    * no admission beyond NamespaceLifecycle; validation of names, labels and annotations
+      (every kind) and of an Endpoints' subsets, with kube-apiserver's 422 causes
+      (:mod:`informers.testing.validation`), and no other; no defaulting beyond unknown fields,
+      the ``kubernetes.io/metadata.name`` label of namespaces, an Endpoints port's ``TCP``
+      protocol and a pod's ``status.podIP``/``podIPs``, which fill each other as the v1
+      conversion does (a pod written with ``podIP`` only has ``podIPs``); no managedFields
       bookkeeping, no garbage collector (``propagationPolicy`` is accepted and ignored) and no
       controllers but the namespace controller (below); ``kubectl`` reads work, and so do
       its imperative creates of built-in kinds (protobuf). Two registry rules a client can

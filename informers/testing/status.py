@@ -135,7 +135,8 @@ def invalid(
             "metadata.name", "Required value: name or generateName is required")``.
     """
     qualified_kind = f"{kind}.{group}" if group else kind
-    rendered = [f"{field}: {body}" for (_, field, body) in causes]
+    # field.ErrorList.ToAggregate: each message once
+    rendered = list(dict.fromkeys(f"{field}: {body}" for (_, field, body) in causes))
     if not rendered:
         message = f'{qualified_kind} "{name}" is invalid'
     elif len(rendered) == 1:

@@ -27,6 +27,8 @@ from informers.testing.kind_rules import (
     KUBERNETES_FINALIZER,
     TERMINATING,
     allocate_cluster_ip,
+    default_endpoints,
+    is_endpoints,
     is_namespaces,
     is_pods,
     is_services,
@@ -38,7 +40,7 @@ from informers.testing.kind_rules import (
     prepare_namespace_update,
     round_trip_pod_ips,
     spec_finalizers,
-    validate_name,
+    validate,
 )
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
@@ -131,6 +133,8 @@ class Strategy:
         omit_empty(rt, obj)
         if is_pods(rt):
             round_trip_pod_ips(obj)
+        elif is_endpoints(rt):
+            default_endpoints(obj)
         return obj
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
@@ -193,7 +197,7 @@ class Strategy:
                     if self._storage.get(rt, object_key(rt, namespace, name)) is None:
                         break
                 meta["name"] = name
-            validate_name(rt, name)
+            validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
                     # etcd3 store.Create refuses it; the API reports an internal error.
@@ -336,6 +340,7 @@ class Strategy:
                         "FieldValueForbidden", "metadata.finalizers",
                         "Forbidden: no new finalizers can be added if the object is being "
                         f"deleted, found new finalizers []string{{{rendered}}}")])
+            validate(rt, new, old)
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
         if _strip_rv(new) == _strip_rv(old):
