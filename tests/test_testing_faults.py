@@ -301,3 +301,65 @@ def test_restart_keeps_data_and_history_but_cuts_connections(api_server, core):
     event = json.loads(next(lines(resumed)))
     resumed.close()
     assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "b")
+
+
+# -- the faults against an informer (issue 14 items 2 and 4) -------------------------------------
+
+
+def _pod_names(informer: Any) -> set[str]:
+    return {o["metadata"]["name"] for o in informer.get_indexer().list()}
+
+
+def _eventually(predicate: Any, timeout: float = 5.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+@pytest.mark.xfail(strict=True, reason="issue 14 item 2: the client skips a line it cannot "
+                   "decode and carries on, where client-go ends the watch and re-watches")
+def test_an_informer_does_not_lose_a_garbled_delete(api_server):
+    from informers import SharedInformerFactory
+
+    for name in ("a", "b"):
+        api_server.create(pod(name))
+    with api_server.api_client() as api_client:
+        factory = SharedInformerFactory(api_client, namespace="default")
+        informer = factory.core().v1().pods().informer()
+        factory.start()
+        try:
+            assert factory.wait_for_cache_sync(timeout=10.0) == {"pods": True}
+            assert api_server.wait_for_watches(1, "pods")
+            assert api_server.garble_watch_events(event_type="DELETED", resource="pods") == 1
+            api_server.delete("pods", "default", "a", grace_period_seconds=0)
+            api_server.create(pod("d"))
+            assert _eventually(lambda: "d" in _pod_names(informer))
+            assert _eventually(lambda: _pod_names(informer) == {"b", "d"}, timeout=3.0)
+        finally:
+            factory.shutdown()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 14 item 4: a list answered 200 with a failure "
+                   "Status is taken for an empty list, where client-go fails it")
+def test_an_informer_does_not_sync_from_a_failure_status_in_a_200(api_server):
+    from informers import SharedInformerFactory
+
+    api_server.create(pod("a"))
+    api_server.fail_next(1, 500, verb="list", resource="pods", as_ok=True)
+    # the watch that follows comes late, so it cannot mend the cache before the sync
+    api_server.delay(3.0, verb="watch", resource="pods")
+    with api_server.api_client() as api_client:
+        factory = SharedInformerFactory(api_client, namespace="default")
+        informer = factory.core().v1().pods().informer()
+        factory.start()
+        try:
+            assert factory.wait_for_cache_sync(timeout=10.0) == {"pods": True}
+            assert _pod_names(informer) == {"a"}  # synced from the second, real list
+        finally:
+            api_server.delay(0)
+            factory.shutdown()
