@@ -1,7 +1,8 @@
 """The HTTP side of the embedded API server: one handler per connection, HTTP/1.1 keep-alive.
 
-Reads and bounds request bodies, authenticates bearer tokens, applies injected delays and
-failures, routes to :class:`Endpoints` (``/openapi/`` to :class:`OpenAPI`; write bodies go
+Bounds how long a client may take to send a request's headers, reads and bounds request
+bodies, authenticates and authorizes (:mod:`informers.testing.access`), applies injected delays
+and failures, routes to :class:`Endpoints` (``/openapi/`` to :class:`OpenAPI`; write bodies go
 through the ``fieldValidation`` of :class:`FieldValidator`), writes JSON responses (one
 ``sendall`` per response) and chunked watch streams, and records every answered request in
 the request log.
@@ -23,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import protobuf, status
+from informers.testing import access, protobuf, status
 from informers.testing.endpoints import (
     Endpoints,
     Response,
@@ -44,12 +45,7 @@ __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
 
 logger = logging.getLogger(__name__)
 
-# The paths of the system:public-info-viewer ClusterRole, bound to system:unauthenticated: the
-# only ones an anonymous client may GET (kubernetes plugin/pkg/auth/authorizer/rbac/
-# bootstrappolicy/policy.go). The health checks answer "ok" here; /version is served as usual.
-_PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
-_HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
-_ANONYMOUS = "system:anonymous"
+_HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})  # answer "ok"
 _MAX_LINE = 65536  # http.client._MAXLINE: the longest header line
 _MAX_HEADERS = 100  # http.client._MAXHEADERS
 _BLANK_LINES = (b"\r\n", b"\n", b"")
@@ -422,34 +418,6 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise status.request_entity_too_large(limit)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _authenticated(self) -> bool | None:
-        """``True`` for the server's bearer token, ``None`` for no ``Authorization`` header
-        (an anonymous request: kube-apiserver's ``--anonymous-auth`` defaults to true),
-        ``False`` for any other credentials (401, as kube-apiserver answers a wrong token)."""
-        header = self.headers.get("Authorization")
-        if header is None:
-            return None
-        scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and token.strip() == self.server.app.token
-
-    def _anonymous_allowed(self, info: RequestInfo) -> bool:
-        """RBAC for ``system:anonymous``: only a GET of a :data:`_PUBLIC_PATHS` path."""
-        return self.command == "GET" and not info.is_resource and info.path in _PUBLIC_PATHS
-
-    def _forbidden(self, info: RequestInfo) -> StatusError:
-        """What the authorization filter answers a request RBAC denies
-        (``responsewriters.ForbiddenStatusError`` and ``forbiddenMessage``)."""
-        if not info.is_resource:
-            return status.forbidden("", "", "", f'User "{_ANONYMOUS}" cannot '
-                                    f'{self.command.lower()} path "{info.path}"')
-        resource = info.resource + (f"/{info.subresource}" if info.subresource else "")
-        scope = (f'in the namespace "{info.namespace}"' if info.namespace
-                 else "at the cluster scope")
-        return status.forbidden(
-            info.resource, info.group, info.name,
-            f'User "{_ANONYMOUS}" cannot {info.verb} resource "{resource}" in API group '
-            f'"{info.group}" {scope}')
-
     # -- dispatch ------------------------------------------------------------------------------
 
     def _serve(self) -> None:
@@ -465,14 +433,15 @@ class RequestHandler(BaseHTTPRequestHandler):
             query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         info = resolve(self.command, path, query, app.registry)
         try:
-            authenticated = self._authenticated()
+            authenticated = access.authenticate(self.headers.get("Authorization"), app.token)
             if not authenticated and (authenticated is False
-                                      or not self._anonymous_allowed(info)):
+                                      or not access.anonymous_allowed(self.command, info)):
                 self.close_connection = self.close_connection or bool(
                     self.headers.get("Content-Length") not in (None, "0")
                     or self.headers.get("Transfer-Encoding")
                 )
-                raise status.unauthorized() if authenticated is False else self._forbidden(info)
+                raise (status.unauthorized() if authenticated is False
+                       else access.forbidden(self.command, info))
             if path in _HEALTH_PATHS:
                 self._read_body(app.max_request_body_bytes)
                 self._send(Response(200, b"ok"), content_type="text/plain; charset=utf-8")
