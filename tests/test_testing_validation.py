@@ -178,6 +178,22 @@ ERROR_CASES = {
         endpoints("foo", subset([], TCP_A, notReadyAddresses=[{"ip": "10.1.0.2",
                                                                "nodeName": ""}])),
         [invalid("subsets[0].notReadyAddresses[0].nodeName", '""', SUBDOMAIN)]),
+    # not upstream cases: the IPv6 ranges, an IPv4-mapped loopback, a zone
+    "unusable IPv6 addresses": (
+        endpoints("mysvc", subset(["::", "fe80::1", "ff02::1", "::ffff:127.0.0.1",
+                                   "fe80::1%eth0", "2001:db8::1"], TCP_A)), [
+            invalid(f"{A0}.ip", '"::"', "may not be unspecified (::)"),
+            invalid("subsets[0].addresses[1].ip", '"fe80::1"',
+                    "may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+            invalid("subsets[0].addresses[2].ip", '"ff02::1"',
+                    "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"),
+            invalid("subsets[0].addresses[3].ip", '"::ffff:127.0.0.1"',
+                    "must not be an IPv4-mapped IPv6 address"),
+            invalid("subsets[0].addresses[3].ip", '"::ffff:127.0.0.1"',
+                    "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+            invalid("subsets[0].addresses[4].ip", '"fe80::1%eth0"', BAD_IP),
+            invalid("subsets[0].addresses[4].ip", '"fe80::1%eth0"',
+                    "must be a valid IP address")]),
     "invalid hostname": (
         endpoints("foo", subset([], TCP_A, addresses=[{"ip": "10.1.0.2", "hostname": "a.b"}])),
         [invalid(f"{A0}.hostname", '"a.b"', "must not contain dots")]),

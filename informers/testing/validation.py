@@ -100,7 +100,7 @@ def _dns1123_subdomain(value: str, unit: str) -> list[str]:
     """``IsDNS1123Subdomain``; ``unit`` is "characters" (``util/validation``) or "bytes"
     (``validate/content``), the two packages' ``MaxLenError``."""
     errors = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+    if len(value.encode()) > DNS1123_SUBDOMAIN_MAX_LENGTH:  # Go's len: bytes
         errors.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX_LENGTH} {unit}")
     if not DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errors.append(_DNS1123_SUBDOMAIN_MSG)
@@ -110,7 +110,7 @@ def _dns1123_subdomain(value: str, unit: str) -> list[str]:
 def _dns1123_label(value: str) -> list[str]:
     """``util/validation`` ``IsDNS1123Label``."""
     errors = []
-    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+    if len(value.encode()) > DNS1123_LABEL_MAX_LENGTH:
         errors.append(f"must be no more than {DNS1123_LABEL_MAX_LENGTH} characters")
     if not DNS1123_LABEL_RE.fullmatch(value):
         errors.append("must not contain dots" if DNS1123_SUBDOMAIN_RE.fullmatch(value)
@@ -121,7 +121,7 @@ def _dns1123_label(value: str) -> list[str]:
 def _dns1035_label(value: str) -> list[str]:
     """``util/validation`` ``IsDNS1035Label``."""
     errors = []
-    if len(value) > DNS1035_LABEL_MAX_LENGTH:
+    if len(value.encode()) > DNS1035_LABEL_MAX_LENGTH:
         errors.append(f"must be no more than {DNS1035_LABEL_MAX_LENGTH} characters")
     if not DNS1035_LABEL_RE.fullmatch(value):
         errors.append(_DNS1035_LABEL_MSG)
