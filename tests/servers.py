@@ -70,6 +70,11 @@ class TestServer:
         """The TLS address (the one kubeconfigs name)."""
         raise NotImplementedError
 
+    @property
+    def ca_file(self) -> str:
+        """The CA certificate that verifies :attr:`https_url`."""
+        raise NotImplementedError
+
     def api_client(self) -> Any:
         """A new ``kubernetes.client.ApiClient`` (the caller closes it)."""
         raise NotImplementedError
@@ -141,6 +146,12 @@ class EmbeddedServer(TestServer):
     def https_url(self) -> str:
         return str(self.embedded.https_url)
 
+    @property
+    def ca_file(self) -> str:
+        from informers.testing import tls
+
+        return tls.ca_file()
+
     def api_client(self) -> Any:
         return self.embedded.api_client()
 
@@ -196,6 +207,10 @@ class RealServer(TestServer):
     @property
     def https_url(self) -> str:
         return str(self.plane.url)
+
+    @property
+    def ca_file(self) -> str:
+        return str(self.plane.ca_file)
 
     def api_client(self) -> Any:
         return self.plane.api_client()

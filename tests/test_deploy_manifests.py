@@ -181,7 +181,8 @@ def used_requests(tmp_path_factory):
         server.create({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": "web-0", "namespace": "default",
                                     "labels": {"app": "web"}},
-                       "spec": {"containers": [{"name": "c", "image": "i"}]},
+                       "spec": {"nodeName": "node-1",  # (an Endpoints' nodeName "" is 422)
+                                "containers": [{"name": "c", "image": "i"}]},
                        "status": {"phase": "Running", "podIP": "10.0.0.5",
                                   "podIPs": [{"ip": "10.0.0.5"}],
                                   "conditions": [{"type": "Ready", "status": "True"}]}})

@@ -275,6 +275,19 @@ def test_ready_and_not_ready_pods_exact_endpoints(any_cluster):
         assert cluster.endpoint_writes() == [("create", "", 201)]
 
 
+def test_a_pod_written_with_pod_ip_only_gets_an_address(any_cluster):
+    # The controller reads status.podIPs only; the API server fills them from podIP (issue
+    # 14: the embedded server did not, so such a pod had no address there).
+    cluster, s, ns = any_cluster, any_cluster.server, any_cluster.ns
+    s.create(svc(cluster, selector={"app": "web"}))
+    only_ip = pod(cluster, "a", ())
+    only_ip["status"]["podIP"] = "10.0.0.7"
+    s.create(only_ip)
+    cluster.start()
+    ep = cluster.wait_endpoints(lambda e: subsets_of(e))
+    assert ep["subsets"][0]["addresses"] == [address(s, "a", "10.0.0.7", ns=ns)]
+
+
 def test_an_empty_selector_is_no_selector_through_the_api(any_cluster):
     """Go's JSON encoding omits an empty map, so a Service created with ``selector: {}`` is
     stored without a selector, like one created without: neither gets Endpoints. (The rule
@@ -488,7 +501,7 @@ def test_no_write_when_nothing_changed(cluster):
     # An irrelevant pod change enqueues nothing; a service change syncs without a write.
     pod = s.get("pods", NS, "a")
     pod["metadata"]["annotations"] = {"note": "x"}
-    pod["status"]["podIP"] = "10.9.9.9"  # podIP alone is not looked at
+    pod["status"]["message"] = "busy"  # not looked at (a new podIP would be: it sets podIPs)
     s.update(pod)
     svc = s.get("services", NS, "web")
     svc["metadata"]["annotations"] = {"note": "y"}

@@ -32,7 +32,8 @@ def body(name="web", rv=None, subsets=None):
     return out
 
 
-SUBSETS = [{"addresses": [{"ip": "10.0.0.1", "nodeName": ""}], "ports": [{"port": 80}]}]
+SUBSETS = [{"addresses": [{"ip": "10.0.0.1", "nodeName": "node-1"}],
+            "ports": [{"port": 80, "protocol": "TCP"}]}]
 
 
 @pytest.fixture

@@ -1213,8 +1213,8 @@ def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, ca
     pods = [make_pod(i, f"ns{i % 3}") for i in range(60)]
     tricky = make_pod(60, "ns0")  # text that looks like the member, "]" inside strings
     tricky["metadata"]["annotations"] = {"note": '"managedFields":[{"manager":"x"}],"a":[',
-                                         "brackets": "}],]", "quote": 'a"b\\'}
-    tricky["metadata"]["labels"]["odd"] = "x]"
+                                         "brackets": "}],]", "quote": 'a"b\\',
+                                         "odd": "x]"}  # (a label value may not end in "]")
     tricky["metadata"]["managedFields"][0]["fieldsV1"]["f:metadata"].update(
         {'v:"[::1]"': {}, 'k:{"a":"\\\\\\"]"}': {}})
     for ns in ("ns0", "ns1", "ns2"):

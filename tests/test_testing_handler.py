@@ -124,16 +124,6 @@ def test_methods_a_path_does_not_serve_are_405(raw, api_client):
     assert healthy(api_client)
 
 
-def test_health_endpoints_need_no_token_but_the_api_does(raw):
-    for path in ("/healthz", "/livez", "/readyz"):
-        assert raw("GET", path, auth=False) == (200, b"ok")
-    code, status = raw("GET", "/version", auth=False)
-    assert (code, status["reason"]) == (401, "Unauthorized")
-    code, status = raw("POST", "/api/v1/namespaces/default/configmaps", b"{}",
-                       "application/json", auth=False)
-    assert code == 401
-
-
 def test_an_unexpected_server_error_is_a_500_status(raw, api_server, monkeypatch):
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("kaboom")

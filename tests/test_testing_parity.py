@@ -5,14 +5,20 @@ two were found to differ and the embedded server was fixed: each test runs again
 Fixed: a pod's delete writes its deletion mark before removing it (and honours
 ``spec.terminationGracePeriodSeconds``); a Service gets a cluster IP allocated and keeps it;
 empty ``omitempty`` fields (labels, a Service's selector, an Endpoints' subsets, a ConfigMap's
-data) are not stored. The differences left (no defaulting, no validation, compaction and the
-watch cache) are listed in the ``ApiServer`` docstring.
+data) are not stored; anonymous clients may read ``/version`` and the health checks only; a
+pod's ``podIP`` and ``podIPs`` fill each other. Validation is held to kube-apiserver's in
+tests/test_testing_validation.py. The differences left (little defaulting, little validation,
+compaction and the watch cache) are listed in the ``ApiServer`` docstring.
 """
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
+import json
+import ssl
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -190,3 +196,100 @@ def test_the_seeding_helpers_follow_the_same_rules(any_api_server):
     assert web["spec"]["clusterIPs"] == [web["spec"]["clusterIP"]]
     assert "labels" not in server.create({"apiVersion": "v1", "kind": "ConfigMap",
                                           "metadata": {"name": "c", "labels": {}}})["metadata"]
+
+
+# -- anonymous requests -------------------------------------------------------------------------
+
+
+def anonymous(server, method: str, path: str, token: str | None = None) -> tuple[int, bytes]:
+    """One request over TLS without credentials (or with ``token``)."""
+    url = urlsplit(server.https_url)
+    context = ssl.create_default_context(cafile=server.ca_file)
+    connection = http.client.HTTPSConnection(url.hostname, url.port, context=context,
+                                             timeout=WAIT)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connection.request(method, path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def forbidden(message: str, **details: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": "Forbidden", "details": details, "code": 403}
+
+
+def test_anonymous_clients_may_read_the_version_and_health_only(any_api_server):
+    s = any_api_server
+    # system:public-info-viewer, bound to system:unauthenticated
+    for path in ("/healthz", "/livez", "/readyz"):
+        assert anonymous(s, "GET", path) == (200, b"ok")
+    for path in ("/version", "/version/"):
+        code, body = anonymous(s, "GET", path)
+        assert (code, json.loads(body)["major"]) == (200, "1")
+    # only GET, only those paths
+    code, body = anonymous(s, "POST", "/healthz")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'forbidden: User "system:anonymous" cannot post path "/healthz"'))
+    assert anonymous(s, "HEAD", "/version") == (403, b"")
+    code, body = anonymous(s, "GET", "/api")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'forbidden: User "system:anonymous" cannot get path "/api"'))
+    code, body = anonymous(s, "GET", "/api/v1/namespaces")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" '
+        'in API group "" at the cluster scope', kind="namespaces"))
+    code, body = anonymous(s, "GET", f"/api/v1/namespaces/{s.namespace}/pods/p/status")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'pods "p" is forbidden: User "system:anonymous" cannot get resource "pods/status" '
+        f'in API group "" in the namespace "{s.namespace}"', name="p", kind="pods"))
+    code, body = anonymous(s, "GET", "/apis/coordination.k8s.io/v1/leases?watch=1")
+    assert (code, json.loads(body)) == (403, forbidden(
+        'leases.coordination.k8s.io is forbidden: User "system:anonymous" cannot watch '
+        'resource "leases" in API group "coordination.k8s.io" at the cluster scope',
+        group="coordination.k8s.io", kind="leases"))
+    # a wrong token is not anonymous: 401, on the public paths too
+    unauthorized = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+    for path in ("/healthz", "/version", "/api/v1/namespaces"):
+        code, body = anonymous(s, "GET", path, token="wrong")
+        assert (code, json.loads(body)) == (401, unauthorized)
+
+
+# -- pod IPs ------------------------------------------------------------------------------------
+
+
+# The cases of Test_v1_PodStatus_to_core_PodStatus (pkg/apis/core/v1/conversion_test.go), as a
+# client sees them after the round trip through the internal version: (podIP, podIPs written)
+# -> (podIP, podIPs stored).
+POD_IP_CASES = [
+    ("mismatched podIP", "1.1.2.1", ["1.1.1.1", "2000::1"], "1.1.2.1", ["1.1.2.1"]),
+    ("matching podIP", "1.1.1.1", ["1.1.1.1", "2000::1"], "1.1.1.1", ["1.1.1.1", "2000::1"]),
+    ("empty podIP", "", ["1.1.1.1", "2000::1"], "1.1.1.1", ["1.1.1.1", "2000::1"]),
+    ("only Primary IP Provided", "1.1.1.1", None, "1.1.1.1", ["1.1.1.1"]),
+    ("both are not provided", "", None, None, None),
+    ("v6 and v4", "2000::1", ["2000::1", "1.1.1.1"], "2000::1", ["2000::1", "1.1.1.1"]),
+]
+
+
+def test_pod_ip_and_pod_ips_fill_each_other(any_api_server):
+    # A pod written with podIP only has podIPs on kube-apiserver, which is what the endpoint
+    # controller reads.
+    s, ns = any_api_server, any_api_server.namespace
+    for index, (case, pod_ip, pod_ips, want_ip, want_ips) in enumerate(POD_IP_CASES):
+        name = f"p{index}"
+        status: dict = {"phase": "Running"}
+        if pod_ip:
+            status["podIP"] = pod_ip
+        if pod_ips is not None:
+            status["podIPs"] = [{"ip": ip} for ip in pod_ips]
+        s.create(new_pod(name, node="node-1") | {"status": status}, namespace=ns)
+        stored = s.get("pods", ns, name)["status"]
+        got_ips = [entry["ip"] for entry in stored["podIPs"]] if "podIPs" in stored else None
+        assert (stored.get("podIP"), got_ips) == (want_ip, want_ips), case
+    # A later status patch of podIP alone replaces podIPs too (it differs from their first).
+    patched = s.patch("pods", ns, "p1", {"status": {"podIP": "1.1.9.9"}})
+    assert (patched["status"]["podIP"], patched["status"]["podIPs"]) == (
+        "1.1.9.9", [{"ip": "1.1.9.9"}])

@@ -41,19 +41,27 @@ def test_context_manager_serves_the_default_namespaces_and_stops():
 
 
 def test_every_request_needs_the_bearer_token(api_server):
+    # A wrong token is unauthorized; no token at all is the anonymous user, whom RBAC
+    # forbids the API (tests/test_testing_parity.py holds both to kube-apiserver).
     good = client.CoreV1Api(api_server.api_client())
     assert good.read_namespace("default").metadata.name == "default"
-    for token in ("wrong", None):
+    for token, code, reason, message, details in (
+        ("wrong", 401, "Unauthorized", "Unauthorized", None),
+        (None, 403, "Forbidden", 'namespaces "default" is forbidden: User "system:anonymous" '
+         'cannot get resource "namespaces" in API group "" at the cluster scope',
+         {"name": "default", "kind": "namespaces"}),
+    ):
         configuration = client.Configuration(host=api_server.url)
         if token:
             configuration.api_key = {"BearerToken": token}
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
         with pytest.raises(ApiException) as info:
             client.CoreV1Api(client.ApiClient(configuration)).read_namespace("default")
-        assert info.value.status == 401
-        assert json.loads(info.value.body) == {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+        assert info.value.status == code
+        expected = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": message, "reason": reason, "details": details, "code": code}
+        assert json.loads(info.value.body) == {k: v for k, v in expected.items()
+                                               if v is not None}
     assert good.read_namespace("default").metadata.name == "default"  # still serving
 
 
@@ -257,3 +265,90 @@ def test_a_finished_watch_keeps_its_connection_for_the_next_request():
         assert pool.num_connections == 1
         assert [(r.verb, r.status) for r in server.request_log(resource="pods")] == [
             ("watch", 200), ("list", 200)] * 3
+
+
+def _closed_by_server(sock: Any, within: float) -> float:
+    """Seconds until the server closes ``sock`` (reads EOF or a reset), failing after
+    ``within``."""
+    start = time.monotonic()
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - start
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeout():
+    import socket
+    import ssl
+
+    from informers.testing import tls
+
+    assert ApiServer().header_read_timeout == 32.0  # kube-apiserver's ReadHeaderTimeout
+    assert ApiServer().idle_timeout == 90.0  # and IdleTimeout
+    with ApiServer(header_read_timeout=0.5) as server:
+        silent = socket.create_connection(("127.0.0.1", server.port))
+        # A slow client: the request line and then one header byte every 0.05 s; the
+        # deadline covers the whole header block, not each read.
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.sendall(b"GET /version HTTP/1.1\r\n")
+        # Over TLS the handshake counts too.
+        no_handshake = socket.create_connection(("127.0.0.1", server.https_port))
+        try:
+            for _ in range(30):  # 1.5 s, well past the deadline
+                try:
+                    slow.sendall(b"X")
+                except OSError:
+                    break
+                time.sleep(0.05)
+            for sock in (silent, slow, no_handshake):
+                assert _closed_by_server(sock, 5.0) < 5.0
+        finally:
+            for sock in (silent, slow, no_handshake):
+                sock.close()
+        deadline = time.monotonic() + 2.0
+        while _connection_threads() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert _connection_threads() == 0
+        # Clients that speak in time are served, over HTTP and TLS.
+        context = ssl.create_default_context(cafile=tls.ca_file())
+        with socket.create_connection(("127.0.0.1", server.https_port)) as raw, \
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as secure:
+            secure.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert secure.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_a_kept_alive_connection_is_closed_after_the_idle_timeout():
+    import socket
+
+    with ApiServer(header_read_timeout=0.1, idle_timeout=0.8) as server, \
+            socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
+        # Idle past the header timeout but within the idle one: still served.
+        time.sleep(0.3)
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
+        assert 0.3 < _closed_by_server(sock, 5.0) < 5.0
+
+
+def test_a_watch_outlives_both_timeouts():
+    import socket
+
+    with ApiServer(header_read_timeout=0.1, idle_timeout=0.1) as server, \
+            socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(f"GET /api/v1/namespaces/default/configmaps?watch=1 HTTP/1.1\r\n"
+                     f"Host: x\r\nAuthorization: Bearer {server.token}\r\n\r\n".encode())
+        assert server.wait_for_watches(1)
+        time.sleep(0.3)  # nothing sent for longer than both
+        assert server.watch_count() == 1
+        server.create({"metadata": {"name": "late"}}, "configmaps")
+        sock.settimeout(5.0)
+        received = b""
+        while b'"late"' not in received:
+            chunk = sock.recv(65536)
+            assert chunk, received
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 200 OK\r\n")

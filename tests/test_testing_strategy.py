@@ -94,7 +94,7 @@ def test_missing_name_is_422_invalid_with_a_cause(core):
 @pytest.mark.parametrize(("call", "name", "rule"), [
     ("create_namespaced_pod", "Bad_Name", "a lowercase RFC 1123 subdomain"),
     ("create_namespaced_service", "1svc", "a DNS-1035 label"),
-    ("create_namespace", "has.dot", "a lowercase RFC 1123 label"),
+    ("create_namespace", "bad_ns", "a lowercase RFC 1123 label"),
 ])
 def test_invalid_names_are_422_with_the_validation_message(core, call, name, rule):
     body = {"metadata": {"name": name}}
@@ -106,6 +106,15 @@ def test_invalid_names_are_422_with_the_validation_message(core, call, name, rul
     cause = status["details"]["causes"][0]
     assert (cause["reason"], cause["field"]) == ("FieldValueInvalid", "metadata.name")
     assert cause["message"].startswith(f'Invalid value: "{name}": {rule} must consist of')
+
+
+def test_a_namespace_name_with_dots_is_a_valid_subdomain_but_no_label(core):
+    # util/validation IsDNS1123Label: a valid subdomain that is no label "must not contain dots"
+    with pytest.raises(ApiException) as info:
+        core.create_namespace({"metadata": {"name": "has.dot"}})
+    assert status_of(info.value)["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "message": 'Invalid value: "has.dot": must not contain dots',
+        "field": "metadata.name"}]
 
 
 def test_create_conflicts(server, core):

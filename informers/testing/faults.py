@@ -25,6 +25,9 @@ class InjectedFailure:
 
     ``in_stream`` applies to watches only: answer 200 and send the Status as an ``ERROR``
     event (how kube-apiserver reports errors found after the watch started, e.g. a 410).
+
+    ``as_ok`` answers ``200 OK`` with the failure ``Status`` as the whole (non-chunked) body,
+    on any verb, watches included: what a broken proxy in front of the apiserver does.
     """
 
     remaining: int
@@ -35,6 +38,11 @@ class InjectedFailure:
     message: str | None = None
     in_stream: bool = False
     match: Callable[[RequestRecord], bool] | None = None
+    as_ok: bool = False
+
+    def __post_init__(self) -> None:
+        if self.in_stream and self.as_ok:
+            raise ValueError("in_stream and as_ok exclude each other")
 
     def matches(self, verb: str, resource: str) -> bool:
         """Whether ``verb`` and ``resource`` match (``match`` is checked separately)."""

@@ -1,7 +1,8 @@
 """The HTTP side of the embedded API server: one handler per connection, HTTP/1.1 keep-alive.
 
-Reads and bounds request bodies, authenticates bearer tokens, applies injected delays and
-failures, routes to :class:`Endpoints` (``/openapi/`` to :class:`OpenAPI`; write bodies go
+Bounds how long a client may take to send a request's headers, reads and bounds request
+bodies, authenticates and authorizes (:mod:`informers.testing.access`), applies injected delays
+and failures, routes to :class:`Endpoints` (``/openapi/`` to :class:`OpenAPI`; write bodies go
 through the ``fieldValidation`` of :class:`FieldValidator`), writes JSON responses (one
 ``sendall`` per response) and chunked watch streams, and records every answered request in
 the request log.
@@ -16,13 +17,14 @@ import re
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import protobuf, status
+from informers.testing import access, protobuf, status
 from informers.testing.endpoints import (
     Endpoints,
     Response,
@@ -43,7 +45,7 @@ __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
 
 logger = logging.getLogger(__name__)
 
-_PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+_HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})  # answer "ok"
 _MAX_LINE = 65536  # http.client._MAXLINE: the longest header line
 _MAX_HEADERS = 100  # http.client._MAXHEADERS
 _BLANK_LINES = (b"\r\n", b"\n", b"")
@@ -70,6 +72,8 @@ class ServerApp(Protocol):
     request_log_store: RequestLog
     clock: Clock
     max_request_body_bytes: int
+    header_read_timeout: float
+    idle_timeout: float
     stopping: threading.Event
 
     @property
@@ -169,10 +173,24 @@ class _Chunks:
 
 
 class RequestHandler(BaseHTTPRequestHandler):
-    """Serves the requests of one connection (HTTP/1.1, keep-alive)."""
+    """Serves the requests of one connection (HTTP/1.1, keep-alive).
+
+    A connection is bounded as Go's ``net/http`` server bounds kube-apiserver's
+    (``k8s.io/apiserver/pkg/server/secure_serving.go``: ``ReadHeaderTimeout`` 32 s,
+    ``IdleTimeout`` 90 s; ``ApiServer``'s ``header_read_timeout`` and ``idle_timeout``): the
+    TLS handshake and the first request's line and headers must arrive within the header
+    timeout of the connection's start; on a kept-alive connection the next request's line
+    within the idle timeout (Go waits that long for its first byte), then its headers within
+    the header timeout. A
+    connection that misses a deadline is closed without an answer. Request bodies and
+    responses (watches included) have no deadline. The deadlines are real time (socket
+    timeouts), not the server's clock.
+    """
 
     protocol_version = "HTTP/1.1"
     server: ApiHTTPServer
+    _timed = False  # header deadlines apply (set once the connection is set up)
+    _header_deadline: float | None = None
     headers: Headers  # type: ignore[assignment]
     raw_requestline: bytes
 
@@ -183,11 +201,16 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
-        self.server.app.connection_opened(self.request)
+        app = self.server.app
+        app.connection_opened(self.request)
         self._broken = False
+        self._served = 0
+        self._timed = True
+        self._header_deadline = time.monotonic() + app.header_read_timeout
         if isinstance(self.request, ssl.SSLSocket):
             try:
-                self.request.settimeout(10.0)
+                # Go: the handshake has the shortest of the server's read timeouts.
+                self.request.settimeout(app.header_read_timeout)
                 self.request.do_handshake()
                 self.request.settimeout(None)
             except (OSError, ValueError) as err:  # a failed handshake ends this connection
@@ -198,6 +221,30 @@ class RequestHandler(BaseHTTPRequestHandler):
     def handle(self) -> None:
         if not self._broken:
             super().handle()
+
+    def handle_one_request(self) -> None:
+        """One request; see the class docstring for the deadlines of its line and headers."""
+        try:
+            if self._served:  # kept alive: the idle timeout for the request line
+                self._header_deadline = None
+                self.connection.settimeout(self.server.app.idle_timeout)
+            else:
+                self._header_timeout()
+        except (TimeoutError, OSError):
+            self.close_connection = True
+            return
+        super().handle_one_request()
+        self._served += 1
+
+    def _header_timeout(self) -> None:
+        """Set the socket timeout to what is left of the header deadline (starting it now if
+        it has not started). Raises ``TimeoutError`` when it has passed."""
+        if self._header_deadline is None:
+            self._header_deadline = time.monotonic() + self.server.app.header_read_timeout
+        left = self._header_deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out reading the request headers")
+        self.connection.settimeout(left)
 
     def finish(self) -> None:
         try:
@@ -266,6 +313,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         the ``email`` parser the standard library uses, so the result is the same."""
         lines: list[bytes] = []
         while True:  # http.client._read_headers: the blank line counts towards the limit
+            if self._timed:
+                self._header_timeout()
             line = self.rfile.readline(_MAX_LINE + 1)
             if len(line) > _MAX_LINE:
                 self.send_error(431, "Line too long", "header line")
@@ -277,6 +326,8 @@ class RequestHandler(BaseHTTPRequestHandler):
                 return None
             if line in _BLANK_LINES:
                 break
+        if self._timed:
+            self.connection.settimeout(None)
         headers = Headers()
         name = ""
         value: list[str] = []
@@ -367,11 +418,6 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise status.request_entity_too_large(limit)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _authenticated(self) -> bool:
-        header = self.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and token.strip() == self.server.app.token
-
     # -- dispatch ------------------------------------------------------------------------------
 
     def _serve(self) -> None:
@@ -387,17 +433,19 @@ class RequestHandler(BaseHTTPRequestHandler):
             query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         info = resolve(self.command, path, query, app.registry)
         try:
-            if path in _PUBLIC_PATHS:
-                self._read_body(app.max_request_body_bytes)
-                self._send(Response(200, b"ok"), content_type="text/plain; charset=utf-8")
-                return
-            authenticated = self._authenticated()
-            if not authenticated:
+            authenticated = access.authenticate(self.headers.get("Authorization"), app.token)
+            if not authenticated and (authenticated is False
+                                      or not access.anonymous_allowed(self.command, info)):
                 self.close_connection = self.close_connection or bool(
                     self.headers.get("Content-Length") not in (None, "0")
                     or self.headers.get("Transfer-Encoding")
                 )
-                raise status.unauthorized()
+                raise (status.unauthorized() if authenticated is False
+                       else access.forbidden(self.command, info))
+            if path in _HEALTH_PATHS:
+                self._read_body(app.max_request_body_bytes)
+                self._send(Response(200, b"ok"), content_type="text/plain; charset=utf-8")
+                return
             raw = self._read_body(app.max_request_body_bytes)
             response = self._dispatch(app, info, query, raw)
         except StatusError as err:
@@ -459,6 +507,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         )
         if failure is not None:
             err = status.from_code(failure.code, failure.message, failure.retry_after)
+            if failure.as_ok:
+                return Response(200, status_response(err).body)
             if failure.in_stream and verb == "watch":
                 self._serve_stream_error(app, info, query, err)
                 return None

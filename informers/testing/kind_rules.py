@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import ipaddress
 import random
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from informers.name_validation import DNS1035_LABEL_RE, DNS1123_LABEL_RE, DNS1123_SUBDOMAIN_RE
 from informers.testing import status
 from informers.testing.resources import ResourceType
 from informers.testing.storage import Entry
+from informers.testing.validation import (
+    Cause,
+    endpoints_errors,
+    metadata_errors,
+    name_causes,
+)
 
 __all__ = [
     "IMMORTAL_NAMESPACES",
@@ -27,6 +31,8 @@ __all__ = [
     "NAME_LABEL",
     "TERMINATING",
     "allocate_cluster_ip",
+    "default_endpoints",
+    "is_endpoints",
     "is_namespaces",
     "is_pods",
     "is_services",
@@ -36,29 +42,11 @@ __all__ = [
     "pod_grace_period",
     "prepare_namespace_create",
     "prepare_namespace_update",
+    "round_trip_pod_ips",
     "spec_finalizers",
-    "validate_name",
+    "validate",
 ]
 
-_SUBDOMAIN = DNS1123_SUBDOMAIN_RE
-_LABEL = DNS1123_LABEL_RE
-_DNS1035 = DNS1035_LABEL_RE
-# apimachinery/pkg/util/validation/validation.go error texts.
-_NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
-    "subdomain": (_SUBDOMAIN, 253, (
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-        "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-        "'example.com', regex used for validation is "
-        r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")),
-    "label": (_LABEL, 63, (
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-        "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-        "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")),
-    "dns1035": (_DNS1035, 63, (
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-        "with an alphabetic character, and end with an alphanumeric character (e.g. "
-        "'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")),
-}
 _TERMINAL_PHASES = ("Succeeded", "Failed")
 # core/v1: the namespace finalizer the namespace controller owns (FinalizerKubernetes), the
 # label every namespace carries (LabelMetadataName, SetDefaults_Namespace) and the namespaces
@@ -86,6 +74,11 @@ def is_services(rt: ResourceType) -> bool:
     return rt.plural == "services" and not rt.group
 
 
+def is_endpoints(rt: ResourceType) -> bool:
+    """``rt`` is the core ``endpoints`` resource."""
+    return rt.plural == "endpoints" and not rt.group
+
+
 def is_namespaces(rt: ResourceType) -> bool:
     """``rt`` is the core ``namespaces`` resource."""
     return rt.plural == "namespaces" and not rt.group
@@ -94,22 +87,53 @@ def is_namespaces(rt: ResourceType) -> bool:
 # -- names ---------------------------------------------------------------------------------------
 
 
-def validate_name(rt: ResourceType, name: str) -> None:
-    """The name rule of ``rt`` (``rt.name_rule``: a DNS-1123 subdomain by default).
+def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    """The validation of a create (``old`` is ``None``) or an update of ``obj`` (a decoded
+    body, after defaulting): on a create the name rule of ``rt`` (``rt.name_rule``: a DNS-1123
+    subdomain by default; an update cannot change the name), then for every kind the labels
+    and annotations (on an update four times over, as kube-apiserver reports them for the
+    built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`).
 
     Raises:
-        StatusError: 422 Invalid, with a cause per broken rule (length, then format).
+        StatusError: 422 Invalid, with a cause per error, in upstream's order.
     """
-    pattern, limit, message = _NAME_RULES.get(rt.name_rule, _NAME_RULES["subdomain"])
-    causes = []
-    if len(name) > limit:
-        causes.append(("FieldValueInvalid", "metadata.name",
-                       f'Invalid value: "{name}": must be no more than {limit} characters'))
-    if not pattern.fullmatch(name):
-        causes.append(("FieldValueInvalid", "metadata.name",
-                       f'Invalid value: "{name}": {message}'))
+    meta = obj["metadata"]
+    name = meta.get("name") or ""
+    causes: list[Cause] = []
+    if old is None:
+        causes.extend(name_causes(rt.name_rule, name))
+        causes.extend(metadata_errors(meta))
+    else:
+        # An update checks the metadata four times, and its 422 lists every cause that
+        # often (the message says each once): rest.BeforeUpdate's validateCommonFields runs
+        # ValidateObjectMetaAccessor and ValidateObjectMetaAccessorUpdate, then the kind's
+        # ValidateXUpdate ValidateObjectMetaUpdate and ValidateObjectMeta again.
+        causes.extend(metadata_errors(meta) * 4)
+    if is_endpoints(rt):
+        causes.extend(endpoints_errors(obj, old))
     if causes:
         raise status.invalid(rt.kind, rt.group, name, causes)
+
+
+def default_endpoints(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Endpoints`` (``pkg/apis/core/v1/defaults.go``): a port without a
+    ``protocol`` is ``TCP``. Replaces (never mutates) the lists and dicts it changes."""
+    subsets = obj.get("subsets")
+    if not isinstance(subsets, list):
+        return
+    changed = False
+    new_subsets = []
+    for subset in subsets:
+        ports = subset.get("ports") if isinstance(subset, dict) else None
+        if isinstance(ports, list) and any(isinstance(p, dict) and not p.get("protocol")
+                                           for p in ports):
+            subset = {**subset, "ports": [
+                {**p, "protocol": "TCP"} if isinstance(p, dict) and not p.get("protocol") else p
+                for p in ports]}
+            changed = True
+        new_subsets.append(subset)
+    if changed:
+        obj["subsets"] = new_subsets
 
 
 # -- empty fields --------------------------------------------------------------------------------
@@ -222,6 +246,33 @@ def pod_grace_period(pod: dict[str, Any], grace: int | None) -> int:
     if period < 0:
         period = 1
     return period
+
+
+def round_trip_pod_ips(pod: dict[str, Any]) -> None:
+    """What decoding a v1 pod into the internal version and encoding it back does to
+    ``status.podIP`` and ``status.podIPs`` (``pkg/apis/core/v1/conversion.go``): on the way in
+    (``Convert_v1_PodStatus_To_core_PodStatus``) a ``podIP`` without ``podIPs`` becomes
+    ``podIPs: [{ip: podIP}]``, and a ``podIP`` that differs from the first of ``podIPs`` wins
+    (``podIPs`` becomes just it, "for compatibility with older kubelets"); the internal
+    version has no ``podIP``, so on the way out (``Convert_core_PodStatus_To_v1_PodStatus``)
+    it is the first of ``podIPs``. Values of the wrong type are left alone (field validation
+    answers them). Replaces (never mutates) the status dict it changes."""
+    status_part = pod.get("status")
+    if not isinstance(status_part, dict):
+        return
+    pod_ip = status_part.get("podIP") or ""
+    pod_ips = status_part.get("podIPs") or []
+    if not isinstance(pod_ip, str) or not isinstance(pod_ips, list):
+        return
+    first = pod_ips[0].get("ip") if pod_ips and isinstance(pod_ips[0], dict) else None
+    if pod_ip and (not pod_ips or first != pod_ip):
+        pod_ips, first = [{"ip": pod_ip}], pod_ip
+    if not pod_ips:
+        return
+    if isinstance(first, str) and first and (first != status_part.get("podIP")
+                                             or pod_ips is not status_part.get("podIPs")):
+        rest = {k: v for k, v in status_part.items() if k not in ("podIP", "podIPs")}
+        pod["status"] = {**rest, "podIP": first, "podIPs": pod_ips}
 
 
 # -- namespaces ----------------------------------------------------------------------------------

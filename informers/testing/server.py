@@ -31,7 +31,7 @@ from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.schemas import Schemas
 from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, object_key
 from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
-from informers.testing.watch import WatchHandle
+from informers.testing.watch import EVENT_TYPES, WatchHandle
 
 __all__ = ["DEFAULT_NAMESPACES", "ApiServer"]
 
@@ -47,7 +47,10 @@ class ApiServer:
     :mod:`informers.testing.tls`) because ``kubectl`` only sends credentials over TLS.
 
     Use as a context manager (``with ApiServer() as server:``) or call :meth:`start` /
-    :meth:`stop`. Every request needs ``Authorization: Bearer <token>`` (401 otherwise);
+    :meth:`stop`. Every request needs ``Authorization: Bearer <token>``: other credentials
+    answer 401 and a request without any is anonymous, as on kube-apiserver with its default
+    ``--anonymous-auth`` and RBAC: it may GET ``/healthz``, ``/livez``, ``/readyz`` and
+    ``/version`` (the ``system:public-info-viewer`` role) and is answered 403 otherwise;
     :meth:`api_client` (plain HTTP unless ``secure=True``) and :meth:`write_kubeconfig`
     (HTTPS) carry it. Thread-safe throughout. Each request runs on its own daemon thread;
     :meth:`stop` cuts every connection and waits for them.
@@ -76,8 +79,12 @@ class ApiServer:
       their Go types; of custom resources, only in ``metadata``) are dropped, and they and
       duplicate JSON fields get a ``Warning`` header (``Warn``, the default) or a 400
       (``Strict``, kubectl's default), as on kube-apiserver;
-    * no admission beyond NamespaceLifecycle, no defaulting or validation beyond names, unknown
-      fields (and the ``kubernetes.io/metadata.name`` label of namespaces), no managedFields
+    * no admission beyond NamespaceLifecycle; validation of names, labels and annotations
+      (every kind) and of an Endpoints' subsets, with kube-apiserver's 422 causes
+      (:mod:`informers.testing.validation`), and no other; no defaulting beyond unknown fields,
+      the ``kubernetes.io/metadata.name`` label of namespaces, an Endpoints port's ``TCP``
+      protocol and a pod's ``status.podIP``/``podIPs``, which fill each other as the v1
+      conversion does (a pod written with ``podIP`` only has ``podIPs``); no managedFields
       bookkeeping, no garbage collector (``propagationPolicy`` is accepted and ignored) and no
       controllers but the namespace controller (below); ``kubectl`` reads work, and so do
       its imperative creates of built-in kinds (protobuf). Two registry rules a client can
@@ -127,6 +134,12 @@ class ApiServer:
             ``watch_cache.go`` ``blockTimeout``).
         watch_cache: serve ``resourceVersion=0`` lists ignoring ``limit``, as the watch cache does.
         max_request_body_bytes: larger bodies answer 413 (kube-apiserver default 3 MiB).
+        header_read_timeout: seconds a connection has to send a request's line and headers
+            (the first request's from the moment it connects, TLS handshake included)
+            before it is closed unanswered (kube-apiserver: 32 s, Go's ``ReadHeaderTimeout``
+            in ``k8s.io/apiserver/pkg/server/secure_serving.go``).
+        idle_timeout: seconds a kept-alive connection may wait for its next request (the
+            same file: ``IdleTimeout`` 90 s).
         namespaces: namespaces that exist at start.
     """
 
@@ -137,14 +150,20 @@ class ApiServer:
         history_limit: int = DEFAULT_HISTORY_LIMIT, min_request_timeout: float = 1800.0,
         fresh_wait: float = 3.0, watch_cache: bool = True,
         max_request_body_bytes: int = status.MAX_REQUEST_BODY_BYTES,
+        header_read_timeout: float = 32.0, idle_timeout: float = 90.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
     ) -> None:
+        if header_read_timeout <= 0 or idle_timeout <= 0:
+            raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
+                             f"{header_read_timeout} and {idle_timeout}")
         self.host = host
         self.port = port
         self.https_port = https_port
         self.token = token if token is not None else secrets.token_urlsafe(24)
         self.clock = clock
         self.max_request_body_bytes = max_request_body_bytes
+        self.header_read_timeout = header_read_timeout
+        self.idle_timeout = idle_timeout
         self.registry = ResourceRegistry()
         self.storage = Storage(history_limit=history_limit, clock=clock)
         self.strategy = Strategy(self.storage, self.registry, clock)
@@ -457,13 +476,16 @@ class ApiServer:
     def fail_next(
         self, count: int, status: int, verb: str | None = None, resource: str | None = None,
         retry_after: int | None = None, *, message: str | None = None, in_stream: bool = False,
-        match: Callable[[RequestRecord], bool] | None = None,
+        match: Callable[[RequestRecord], bool] | None = None, as_ok: bool = False,
     ) -> None:
         """Fail the next ``count`` API requests matching ``verb``/``resource`` with ``status``
         (the real reason for the code: 429 ``TooManyRequests`` with ``Retry-After``, 410
         ``Expired``, 500 ``InternalError``, 504 ``Timeout``...). Discovery is never failed.
         ``in_stream=True`` makes a failed watch answer 200 and send the Status as an ``ERROR``
-        event, as kube-apiserver reports errors found after a watch started.
+        event, as kube-apiserver reports errors found after a watch started. ``as_ok=True``
+        answers ``200 OK`` with the failure ``Status`` (its ``code`` is ``status``) as the
+        whole body, also for a watch (``Content-Length``, not chunked): what a broken proxy
+        does; the two exclude each other (``ValueError``).
 
         ``match`` narrows the rule further: a predicate over the request as a
         :class:`RequestRecord` (query, namespace, name...; ``status`` is 0), called on the
@@ -477,6 +499,7 @@ class ApiServer:
         self.faults.add_failure(InjectedFailure(
             remaining=count, code=status, verb=verb, resource=resource,
             retry_after=retry_after, message=message, in_stream=in_stream, match=match,
+            as_ok=as_ok,
         ))
 
     def delay(self, seconds: float, verb: str | None = None, resource: str | None = None) -> None:
@@ -502,6 +525,26 @@ class ApiServer:
         for handle in handles:
             handle.inject_malformed()
         self.storage.notify_all()
+        return len(handles)
+
+    def garble_watch_events(
+        self, count: int = 1, event_type: str | None = None, resource: str | None = None
+    ) -> int:
+        """Every open watch (of ``resource``, a plural, if given) cuts its next ``count`` real
+        events (of ``event_type``: ``ADDED``, ``MODIFIED`` or ``DELETED``; ``None``: any) in
+        the middle of their JSON line, then carries on with the events after them: the event
+        is lost to a client that skips a line it cannot decode and moves on (a cut
+        ``DELETED`` of ``a`` followed by an ``ADDED`` of ``d`` leaves ``a`` in its cache).
+        Watches opened later are not affected, nor are bookmarks. Returns the number of
+        watches affected."""
+        if count < 1:
+            raise ValueError(f"count must be >= 1, got {count}")
+        if event_type is not None and event_type not in EVENT_TYPES:
+            raise ValueError(f"event_type must be one of {EVENT_TYPES} or None, got "
+                             f"{event_type!r}")
+        handles = self.connections.watches(resource)
+        for handle in handles:
+            handle.garble(count, event_type)
         return len(handles)
 
     def compact(self) -> str:

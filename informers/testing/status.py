@@ -75,10 +75,13 @@ def qualified(resource: str, group: str) -> str:
 
 
 def _details(resource: str, group: str, name: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
+    details: dict[str, Any] = {}
+    if name:  # StatusDetails fields are omitempty
+        details["name"] = name
     if group:
         details["group"] = group
-    details["kind"] = resource  # apimachinery puts the resource in "kind" for these errors
+    if resource:
+        details["kind"] = resource  # apimachinery puts the resource in "kind" for these errors
     return details
 
 
@@ -132,7 +135,8 @@ def invalid(
             "metadata.name", "Required value: name or generateName is required")``.
     """
     qualified_kind = f"{kind}.{group}" if group else kind
-    rendered = [f"{field}: {body}" for (_, field, body) in causes]
+    # field.ErrorList.ToAggregate: each message once
+    rendered = list(dict.fromkeys(f"{field}: {body}" for (_, field, body) in causes))
     if not rendered:
         message = f'{qualified_kind} "{name}" is invalid'
     elif len(rendered) == 1:
@@ -165,15 +169,20 @@ def forbidden(
     resource: str, group: str, name: str, why: str,
     causes: list[dict[str, str]] | None = None,
 ) -> StatusError:
-    """403 ``Forbidden``: ``pods "x" is forbidden: <why>`` (``errors.NewForbidden``), with
+    """403 ``Forbidden``: ``pods "x" is forbidden: <why>``, ``pods is forbidden: <why>``
+    without a name, ``forbidden: <why>`` without a resource (``errors.NewForbidden``), with
     ``details.causes`` when given (``metav1.StatusCause`` dicts: ``reason``, ``message``,
     ``field``)."""
     details = _details(resource, group, name)
     if causes:
         details["causes"] = causes
-    return _error(
-        403, "Forbidden", f'{qualified(resource, group)} "{name}" is forbidden: {why}', details,
-    )
+    if not resource:
+        message = f"forbidden: {why}"
+    elif not name:
+        message = f"{qualified(resource, group)} is forbidden: {why}"
+    else:
+        message = f'{qualified(resource, group)} "{name}" is forbidden: {why}'
+    return _error(403, "Forbidden", message, details)
 
 
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"

@@ -28,6 +28,8 @@ from informers.testing.kind_rules import (
     KUBERNETES_FINALIZER,
     TERMINATING,
     allocate_cluster_ip,
+    default_endpoints,
+    is_endpoints,
     is_namespaces,
     is_pods,
     is_services,
@@ -37,8 +39,9 @@ from informers.testing.kind_rules import (
     pod_grace_period,
     prepare_namespace_create,
     prepare_namespace_update,
+    round_trip_pod_ips,
     spec_finalizers,
-    validate_name,
+    validate,
 )
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
@@ -129,6 +132,10 @@ class Strategy:
         obj.pop("kind", None)
         obj.pop("apiVersion", None)
         omit_empty(rt, obj)
+        if is_pods(rt):
+            round_trip_pod_ips(obj)
+        elif is_endpoints(rt):
+            default_endpoints(obj)
         return obj
 
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
@@ -191,7 +198,7 @@ class Strategy:
                     if self._storage.get(rt, object_key(rt, namespace, name)) is None:
                         break
                 meta["name"] = name
-            validate_name(rt, name)
+            validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
                     # etcd3 store.Create refuses it; the API reports an internal error.
@@ -334,6 +341,7 @@ class Strategy:
                         "FieldValueForbidden", "metadata.finalizers",
                         "Forbidden: no new finalizers can be added if the object is being "
                         f"deleted, found new finalizers []string{{{rendered}}}")])
+            validate(rt, new, old)
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
         if _strip_rv(new) == _strip_rv(old):

@@ -37,6 +37,7 @@ from informers.testing.storage import (
 )
 
 __all__ = [
+    "EVENT_TYPES",
     "INITIAL_EVENTS_END",
     "MALFORMED_LINE",
     "ChunkWriter",
@@ -48,6 +49,9 @@ __all__ = [
 
 MALFORMED_LINE = b'{"type":"MODIFIED","object":{this is not JSON\n'
 """What ``inject_malformed_watch_line`` writes."""
+
+EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
+"""The event types a garble may target (``BOOKMARK`` and ``ERROR`` lines are never cut)."""
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 """``metav1.InitialEventsAnnotationKey``: marks the bookmark that ends the initial events."""
@@ -87,6 +91,7 @@ class WatchHandle:
         """Set before the last chunk is written: from then on the client may send its next
         request on the connection, so readability no longer means it hung up."""
         self._malformed = 0
+        self._garbles: list[str | None] = []  # event type to cut (None: any), in order
 
     def drop(self) -> None:
         with self._lock:
@@ -131,6 +136,38 @@ class WatchHandle:
         with self._lock:
             count, self._malformed = self._malformed, 0
             return count
+
+    def garble(self, count: int, event_type: str | None = None) -> None:
+        """Cut the next ``count`` events of ``event_type`` (one of :data:`EVENT_TYPES`;
+        ``None``: of any type)."""
+        with self._lock:
+            self._garbles.extend([event_type] * count)
+
+    @property
+    def has_garbles(self) -> bool:
+        return bool(self._garbles)
+
+    def garbled(self, line: bytes) -> bytes:
+        """``line`` (the next event line to send) with the first pending garble of its type
+        applied: cut at half its length and ended with a newline (never valid JSON: the
+        object's closing braces are gone). Lines of other types go out whole."""
+        event_type = _event_type(line)
+        if event_type not in EVENT_TYPES:
+            return line
+        with self._lock:
+            for i, wanted in enumerate(self._garbles):
+                if wanted in (None, event_type):
+                    del self._garbles[i]
+                    return line[:len(line) // 2] + b"\n"
+        return line
+
+
+def _event_type(line: bytes) -> str:
+    """The ``type`` of a :func:`~informers.testing.storage.watch_line`."""
+    if not line.startswith(b'{"type":"'):
+        return ""
+    end = line.find(b'"', 9)
+    return line[9:end].decode() if end > 0 else ""
 
 
 def bookmark_line(rt: ResourceType, rv: int, *, initial_events_end: bool = False) -> bytes:
@@ -287,12 +324,17 @@ class WatchStream:
             moment = pre_timeout
         return moment if moment >= now else None
 
-    def _write_lines(self, writer: ChunkWriter, lines: list[bytes] | list[bytes | Entry]) -> None:
+    def _write_lines(
+        self, writer: ChunkWriter, handle: WatchHandle, lines: list[bytes] | list[bytes | Entry]
+    ) -> None:
         batch: list[bytes] = []
         size = 0
         rt = self._rt
+        garbling = handle.has_garbles
         for item in lines:
             line = item if isinstance(item, bytes) else watch_line(ADDED, item.typed(rt))
+            if garbling:
+                line = handle.garbled(line)
             batch.append(line)
             size += len(line)
             if size >= _CHUNK_BYTES:
@@ -348,7 +390,7 @@ class WatchStream:
                     writer.write(MALFORMED_LINE * malformed)
                 if self._pending:
                     pending, self._pending = self._pending, []
-                    self._write_lines(writer, pending)
+                    self._write_lines(writer, handle, pending)
                 if finishing:
                     writer.finish()
                     return
@@ -364,7 +406,7 @@ class WatchStream:
                     lines = [line for line in map(self._convert, changes) if line is not None]
                     self._last_rv = changes[-1].rv
                     if lines:
-                        self._write_lines(writer, lines)
+                        self._write_lines(writer, handle, lines)
                 if bookmark_rv is not None and bookmark_rv > self._start_rv:
                     writer.write(bookmark_line(self._rt, bookmark_rv))
                 if timed_out:
