@@ -31,9 +31,11 @@ limit, ``yaml_set_max_nest_level`` default 1000; go-yaml allows 10000, but the P
 that walks a decoded object recurses). Size limits belong to the caller, where upstream puts
 them (the kubelet reads at most 10 MiB of a manifest, kube-apiserver 3 MiB of a request body).
 
-**Values** are those of PyYAML's safe loader (YAML 1.1, like go-yaml v2), except that a
-timestamp stays a string, as go-yaml v2 decodes it into ``interface{}`` (decode.go: "for
-backward compatibility reasons we set it as a string").
+**Values** are those of PyYAML's safe loader (YAML 1.1, like go-yaml v2), except where
+go-yaml v2 differs in ways a manifest meets: a timestamp stays a string, as go-yaml v2 decodes
+it into ``interface{}`` (decode.go: "for backward compatibility reasons we set it as a
+string"), and ``y``/``Y``/``n``/``N`` are booleans (resolve.go). Left different: PyYAML reads
+``1:20`` as a base-60 number and ``!!binary`` as bytes, go-yaml as a string.
 
 **Errors** are :class:`YAMLLoadError`, naming the source, the problem and its line and
 column, never quoting the document: quoted parts of the parser's messages are replaced by
@@ -174,7 +176,7 @@ class _Composer:
     def __init__(self, parser: Any, source: str) -> None:
         self.parser = parser
         self.source = source
-        self.resolver = Resolver()
+        self.resolver = _Resolver()
         self.decodes = 0
         self.alias_decodes = 0
         self.used_alias = False
@@ -279,9 +281,20 @@ class _Composer:
         return root
 
 
-class _Constructor(SafeConstructor):
-    """PyYAML's safe constructor with timestamps kept as strings (go-yaml v2)."""
+class _Resolver(Resolver):
+    """PyYAML's YAML 1.1 resolver, with go-yaml v2's one-letter booleans (resolve.go:
+    ``y``, ``Y`` are true and ``n``, ``N`` false)."""
 
+
+_Resolver.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+
+
+class _Constructor(SafeConstructor):
+    """PyYAML's safe constructor with go-yaml v2's values: timestamps stay strings, and the
+    one-letter booleans of :class:`_Resolver`."""
+
+    bool_values = {**SafeConstructor.bool_values, "y": True, "n": False}
     yaml_constructors = {
         **SafeConstructor.yaml_constructors,
         "tag:yaml.org,2002:timestamp": SafeConstructor.construct_yaml_str,
