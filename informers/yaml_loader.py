@@ -155,13 +155,12 @@ def _redact(text: str | None) -> str:
 class _Frame:
     """A collection being composed: its node, expanded size so far, and its anchor."""
 
-    __slots__ = ("anchor", "merge_value", "node", "pending_key", "size")
+    __slots__ = ("anchor", "node", "pending_key", "size")
 
-    def __init__(self, node: Node, anchor: str | None, own: int, merge_value: bool) -> None:
+    def __init__(self, node: Node, anchor: str | None, own: int) -> None:
         self.node = node
         self.anchor = anchor
         self.size = own
-        self.merge_value = merge_value
         self.pending_key: Node | None = None
 
 
@@ -251,7 +250,7 @@ class _Composer:
                 self.count(own, 0, event)
                 if event.anchor is not None:
                     open_anchors.add(event.anchor)
-                stack.append(_Frame(node, event.anchor, own, merge_value))
+                stack.append(_Frame(node, event.anchor, own))
                 continue
             elif isinstance(event, (SequenceEndEvent, MappingEndEvent)):
                 frame = stack.pop()

@@ -388,13 +388,13 @@ def test_alias_bomb_is_rejected_quickly_and_other_manifests_still_run(tmp_path, 
 def test_manifest_with_a_few_anchors_still_loads(tmp_path, q, source):
     write(tmp_path / "anchors.yaml", (
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: anchors\n"
-        "spec:\n  containers:\n  - &c {name: a, image: 'nginx:1.27', args: &args [x, y]}\n"
+        "spec:\n  containers:\n  - &c {name: a, image: 'nginx:1.27', args: &args [one, two]}\n"
         "  - {<<: *c, name: b, args: *args}\n"))
     source.list_config()
     (update,) = drain(q)
     a, b = pod_named(update, "anchors-node-1")["spec"]["containers"]
     assert (a["name"], b["name"]) == ("a", "b")
-    assert a["args"] == b["args"] == ["x", "y"] and a["args"] is not b["args"]
+    assert a["args"] == b["args"] == ["one", "two"] and a["args"] is not b["args"]
     assert b["image"] == "nginx:1.27" and b["imagePullPolicy"] == "IfNotPresent"
 
 

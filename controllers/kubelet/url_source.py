@@ -112,8 +112,8 @@ class URLSource:
       (``tenacity``, exponential backoff on the injectable clock); when they persist, or for
       any other non-200 answer, the poll fails with
       :class:`~controllers.kubelet.errors.ManifestFetchError` naming the URL and nothing is
-      sent: the pods last sent stay in force. At most :data:`~controllers.kubelet.defaults.\
-      MAX_CONFIG_LENGTH` bytes of the body are read (kubelet ``maxConfigLength``).
+      sent: the pods last sent stay in force. At most ``MAX_CONFIG_LENGTH`` (10 MiB) bytes
+      of the body are read (kubelet ``maxConfigLength``).
     * An empty body sends ``SET{[]}`` (the source counts as seen) and fails with
       "zero-length data received".
     * A body byte-identical to the last one read changes nothing (short circuit); the body is
