@@ -393,6 +393,36 @@ def test_bodies_are_never_quoted_in_errors_or_logs(server, q, caplog, body, cont
     assert SECRET_VALUE not in caplog.text and SECRET_VALUE[:8] not in caplog.text
 
 
+@pytest.mark.parametrize(("answer", "reason"), [
+    (f"AWS_SECRET_ACCESS_KEY={SECRET_VALUE}\r\n\r\n".encode(),
+     "the answer is not HTTP (bad status line)"),
+    (f"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{SECRET_VALUE}\r\n\r\n".encode(),
+     "reading the body failed: ('Connection broken: IncompleteRead(0 bytes read)', "
+     "IncompleteRead(0 bytes read))"),
+], ids=["not-http", "chunk-length"])
+def test_what_a_broken_server_sends_is_never_quoted(q, caplog, answer, reason):
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_once() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+
+    server = threading.Thread(target=answer_once)
+    server.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/pods"
+    try:
+        src = URLSource(url, None, NODE, 20.0, q, retry_attempts=1)
+        with caplog.at_level(logging.DEBUG):
+            assert src.poll() is False
+    finally:
+        server.join()
+        listener.close()
+    assert str(src.last_error) == f"{url}: {reason}"
+    assert SECRET_VALUE not in caplog.text and SECRET_VALUE[:8] not in caplog.text
+
+
 @dataclass
 class Drip:
     """A raw HTTP server that sends its answer one byte every ``interval`` seconds."""

@@ -9,6 +9,7 @@ validated as URL pods (:mod:`controllers.kubelet.defaults`).
 
 from __future__ import annotations
 
+import http.client
 import logging
 import threading
 from collections.abc import Iterable, Mapping
@@ -91,6 +92,22 @@ class _Answer:
     reason: str
     content_type: str
     data: bytes
+
+
+def _describe(exc: BaseException | None) -> str:
+    """A transport error's text, unless it quotes what the server sent (a status line that
+    is not HTTP, which ``http.client.BadStatusLine`` holds): then only its kind."""
+    seen: set[int] = set()
+    pending: list[object] = [exc]
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, http.client.BadStatusLine):
+            return "the answer is not HTTP (bad status line)"
+        pending.extend([*item.args, item.__cause__, item.__context__])
+    return str(exc)
 
 
 def _looks_like_html(data: bytes, content_type: str) -> bool:
@@ -244,7 +261,8 @@ class URLSource:
         if exchange.aborted == _DEADLINE or isinstance(exc, requests.Timeout):
             return _RetryableFetchError(ManifestFetchError(
                 f"{self.url}: timed out after {self.timeout:g}s", self.url))
-        return _RetryableFetchError(ManifestFetchError(f"{self.url}: {step}{exc}", self.url))
+        return _RetryableFetchError(
+            ManifestFetchError(f"{self.url}: {step}{_describe(exc)}", self.url))
 
     def _cut_on_stop(self, stop: threading.Event) -> None:
         self._clock.wait_event(stop, None)
