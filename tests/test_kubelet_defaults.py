@@ -386,11 +386,56 @@ def test_empty_pod_list():
 def test_neither_pod_nor_list_names_both_errors():
     with pytest.raises(ManifestError) as info:
         decode_static_pods("just text", source=URL, node_name=NODE, is_file=False)
-    assert info.value.reason.startswith("received 'just text', but couldn't parse as single (")
-    assert "or multiple pods (" in info.value.reason
+    assert info.value.reason == (
+        "received data that couldn't be parsed as single (couldn't parse as Pod: expected a Pod "
+        "object, got a string) or multiple pods (couldn't parse as PodList: expected a PodList "
+        "object, got a string)")
 
 
 def test_single_pod_only_when_lists_are_not_allowed():
     with pytest.raises(ManifestError, match="couldn't parse as Pod"):
         decode_static_pods(pod_list(item("a")), source=PATH, node_name=NODE, is_file=True,
                            allow_list=False)
+
+
+def test_pod_nested_too_deeply_to_process_is_a_manifest_error():
+    deep = "[" * 900 + "]" * 900
+    data = ("apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec:\n  containers:\n"
+            f"  - name: c\n    image: x:1\n    args: {deep}\n")
+    with pytest.raises(ManifestError) as info:
+        decode_static_pods(data, source=PATH, node_name=NODE, is_file=True)
+    assert str(info.value) == f"{PATH}: invalid pod: nested too deeply to process"
+    listed = json.dumps({"apiVersion": "v1", "kind": "PodList", "items": [
+        item("a"), {"metadata": {"name": "b"}, "spec": {"containers": [
+            {"name": "c", "image": "x:1", "args": json.loads(deep)}]}}]})
+    with pytest.raises(ManifestError) as info:
+        decode_static_pods(listed, source=URL, node_name=NODE, is_file=False)
+    assert info.value.reason == "items[1]: invalid pod: nested too deeply to process"
+
+
+def test_alias_bomb_is_a_manifest_error_without_expanding():
+    levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'] + [
+        f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]"
+        for p, c in zip("abcdefg", "bcdefgh", strict=True)]
+    data = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: bomb\n  labels:\n" +
+            "".join(f"    {line}\n" for line in levels) +
+            "spec:\n  containers:\n  - name: c\n    image: x:1\n    args: *h\n")
+    with pytest.raises(ManifestError) as info:
+        decode_static_pods(data, source=URL, node_name=NODE, is_file=False)
+    assert info.value.reason == (
+        "couldn't parse as pod: document contains excessive aliasing (line 9, column 24)")
+
+
+@pytest.mark.parametrize(("obj", "reason"), [
+    ("AWS_SECRET_ACCESS_KEY=abc", "expected a Pod object, got a string"),
+    (["abc"], "expected a Pod object, got a list"),
+    (12, "expected a Pod object, got a number"),
+    (None, "expected a Pod object, got an empty document"),
+    ({"kind": "Pod", "apiVersion": "v1 abc"}, "got kind 'Pod' of apiVersion (not a valid name)"),
+    ({"kind": "a b c", "apiVersion": "apps/v1"},
+     "got kind (not a valid name) of apiVersion 'apps/v1'"),
+])
+def test_type_errors_never_quote_content(obj, reason):
+    parsed, pod, err = try_decode_single_pod(obj, source=PATH, node_name=NODE, is_file=True)
+    assert (parsed, pod) == (False, None)
+    assert err is not None and err.reason == f"couldn't parse as Pod: {reason}"

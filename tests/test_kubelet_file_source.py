@@ -10,6 +10,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -355,3 +356,87 @@ def test_single_file_path_replaced_atomically_does_not_flap(tmp_path, q):
     finally:
         stop.set()
         src.join(5)
+
+
+# -- hostile files ------------------------------------------------------------------------------
+
+
+def alias_bomb(levels: int = 8) -> str:
+    """A static pod whose ``args`` is an alias nested ``levels`` deep (9**levels strings)."""
+    names = "abcdefghijklmnop"
+    lines = ["apiVersion: v1", "kind: Pod", "metadata:", "  name: bomb", "  annotations:",
+             '    l0: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"    l{i}: &{names[i]} [" + ",".join([f"*{names[i - 1]}"] * 9) + "]")
+    lines += ["spec:", "  containers:", "  - name: c", "    image: busybox",
+              f"    args: *{names[levels - 1]}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.timeout(20)
+def test_alias_bomb_is_rejected_quickly_and_other_manifests_still_run(tmp_path, q, source):
+    write(tmp_path / "good.yaml", manifest("good"))
+    write(tmp_path / "bomb.yaml", alias_bomb(8))
+    started = time.monotonic()
+    source.list_config()
+    assert time.monotonic() - started < 1.0
+    assert sets(q) == [["good-node-1"]]
+    reason = source.last_errors[str(tmp_path / "bomb.yaml")]
+    assert reason.startswith("couldn't parse as pod: document contains excessive aliasing (line ")
+
+
+def test_manifest_with_a_few_anchors_still_loads(tmp_path, q, source):
+    write(tmp_path / "anchors.yaml", (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: anchors\n"
+        "spec:\n  containers:\n  - &c {name: a, image: 'nginx:1.27', args: &args [one, two]}\n"
+        "  - {<<: *c, name: b, args: *args}\n"))
+    source.list_config()
+    (update,) = drain(q)
+    a, b = pod_named(update, "anchors-node-1")["spec"]["containers"]
+    assert (a["name"], b["name"]) == ("a", "b")
+    assert a["args"] == b["args"] == ["one", "two"] and a["args"] is not b["args"]
+    assert b["image"] == "nginx:1.27" and b["imagePullPolicy"] == "IfNotPresent"
+
+
+@pytest.mark.timeout(20)
+def test_nine_mib_manifest_is_rejected_fast(tmp_path, q, source):
+    write(tmp_path / "big.yaml", manifest("big").replace(
+        "  name: big\n", "  name: big\n  annotations:\n    a: " + "x" * (9 << 20) + "\n"))
+    started = time.process_time()
+    source.list_config()
+    assert time.process_time() - started < 0.6  # PyYAML's pure-Python parser: about 1.7 s
+    assert source.last_errors[str(tmp_path / "big.yaml")] == (
+        "invalid pod: [metadata.annotations: Too long: must have at most 262144 bytes]")
+
+
+SECRET_VALUE = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (f"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nAWS_SECRET_ACCESS_KEY={SECRET_VALUE}\n",
+     "couldn't parse as Pod: expected a Pod object, got a string, please check manifest file"),
+    (f"- {SECRET_VALUE}\n", "couldn't parse as Pod: expected a Pod object, got a list, "
+     "please check manifest file"),
+    (f"aws_secret_access_key: '{SECRET_VALUE}\n", "couldn't parse as pod: while scanning a "
+     "quoted scalar; found unexpected end of stream (line 2, column 1), please check "
+     "manifest file"),
+    (f"kind: {SECRET_VALUE}\napiVersion: {SECRET_VALUE}\n", "couldn't parse as Pod: got kind "
+     "(not a valid name) of apiVersion (not a valid name), please check manifest file"),
+    (f"{SECRET_VALUE}: [\n", "couldn't parse as pod: while parsing a flow node; did not find "
+     "expected node content (line 2, column 1), please check manifest file"),
+], ids=["env-file", "list", "unclosed-quote", "kind", "unclosed-flow"])
+def test_symlink_to_a_file_of_secrets_never_logs_its_content(tmp_path, q, source, caplog,
+                                                              content, problem):
+    outside = tmp_path.parent / f"{tmp_path.name}-secrets"
+    outside.mkdir()
+    (outside / "credentials").write_text(content)
+    (tmp_path / "creds").symlink_to(outside / "credentials")
+    with caplog.at_level(logging.DEBUG):
+        source.list_config()
+        with pytest.raises(ManifestError) as info:
+            source.consume_watch_event(str(tmp_path / "creds"), "modify")
+    assert source.last_errors == {str(tmp_path / "creds"): problem}
+    assert f"can't process manifest file {tmp_path / 'creds'}: {problem}" in caplog.text
+    for text in (caplog.text, str(info.value), repr(source.last_errors)):
+        assert SECRET_VALUE not in text and SECRET_VALUE[:8] not in text
+        assert "AKIA" not in text

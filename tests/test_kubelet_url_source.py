@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -274,8 +276,8 @@ def test_html_page_is_a_clear_error_and_is_not_repeated(server, q):
     with pytest.raises(ManifestError) as info:
         src.extract_from_url()
     assert str(info.value) == (
-        f"{server.url}: received an HTML page ('<!DOCTYPE html><html><body>Login required"
-        "</body></html>'), not a Pod or PodList manifest; check the manifest URL")
+        f"{server.url}: received an HTML page, not a Pod or PodList manifest; check the "
+        "manifest URL")
     src.extract_from_url()  # same body again: silently ignored, as the kubelet does
     assert drain(q) == []
 
@@ -321,3 +323,235 @@ def test_run_polls_at_once_then_every_period(server, q):
         stop.set()
         src.join(5)
     assert src._thread is not None and not src._thread.is_alive()
+
+
+# -- hostile servers -----------------------------------------------------------------------------
+
+
+def alias_bomb(levels: int = 8) -> str:
+    """A static pod whose ``args`` is an alias nested ``levels`` deep (9**levels strings)."""
+    names = "abcdefghijklmnop"
+    lines = ["apiVersion: v1", "kind: Pod", "metadata:", "  name: bomb", "  annotations:",
+             '    l0: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"    l{i}: &{names[i]} [" + ",".join([f"*{names[i - 1]}"] * 9) + "]")
+    lines += ["spec:", "  containers:", "  - name: c", "    image: busybox",
+              f"    args: *{names[levels - 1]}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.timeout(20)
+def test_alias_bomb_is_rejected_quickly_and_the_last_pods_stay(server, q):
+    src = make_source(server, q)
+    src.extract_from_url()
+    drain(q)
+    server.serve(alias_bomb(8))
+    started = time.monotonic()
+    with pytest.raises(ManifestError) as info:
+        src.extract_from_url()
+    assert time.monotonic() - started < 1.0
+    assert info.value.reason.startswith(
+        "couldn't parse as pod: document contains excessive aliasing (line ")
+    assert drain(q) == []
+
+
+def test_pod_list_with_a_few_anchors_loads(server, q):
+    server.serve(
+        "apiVersion: v1\nkind: PodList\nitems:\n"
+        "- &p {metadata: {name: a}, spec: {containers: [{name: c, image: 'x:1'}]}}\n"
+        "- {<<: *p, metadata: {name: b}}\n")
+    make_source(server, q).extract_from_url()
+    (update,) = drain(q)
+    assert names(update) == ["a-node-1", "b-node-1"]
+    a, b = update.pods
+    assert a["spec"]["containers"] is not b["spec"]["containers"]
+
+
+SECRET_VALUE = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(("body", "content_type", "reason"), [
+    (f"AWS_SECRET_ACCESS_KEY={SECRET_VALUE}\n", "text/plain",
+     "received data that couldn't be parsed as single (couldn't parse as Pod: expected a Pod "
+     "object, got a string) or multiple pods (couldn't parse as PodList: expected a PodList "
+     "object, got a string)"),
+    (f"<html><body>token={SECRET_VALUE}</body></html>", "text/html",
+     "received an HTML page, not a Pod or PodList manifest; check the manifest URL"),
+    (f"password: '{SECRET_VALUE}\n", "application/yaml",
+     "couldn't parse as pod: while scanning a quoted scalar; found unexpected end of stream "
+     "(line 2, column 1)"),
+], ids=["env-file", "html", "unclosed-quote"])
+def test_bodies_are_never_quoted_in_errors_or_logs(server, q, caplog, body, content_type,
+                                                    reason):
+    server.serve(Reply(body=body.encode(), content_type=content_type))
+    src = make_source(server, q)
+    with caplog.at_level(logging.DEBUG):
+        assert src.poll() is False
+    assert isinstance(src.last_error, ManifestError)
+    assert src.last_error.reason == reason
+    assert f"failed to read pods from URL: {server.url}: {reason}" in caplog.text
+    assert SECRET_VALUE not in caplog.text and SECRET_VALUE[:8] not in caplog.text
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (f"AWS_SECRET_ACCESS_KEY={SECRET_VALUE}\r\n\r\n".encode(),
+     "the answer is not HTTP (bad status line)"),
+    (f"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{SECRET_VALUE}\r\n\r\n".encode(),
+     "reading the body failed: ('Connection broken: IncompleteRead(0 bytes read)', "
+     "IncompleteRead(0 bytes read))"),
+], ids=["not-http", "chunk-length"])
+def test_what_a_broken_server_sends_is_never_quoted(q, caplog, answer, reason):
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_once() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(answer)
+
+    server = threading.Thread(target=answer_once)
+    server.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/pods"
+    try:
+        src = URLSource(url, None, NODE, 20.0, q, retry_attempts=1)
+        with caplog.at_level(logging.DEBUG):
+            assert src.poll() is False
+    finally:
+        server.join()
+        listener.close()
+    assert str(src.last_error) == f"{url}: {reason}"
+    assert SECRET_VALUE not in caplog.text and SECRET_VALUE[:8] not in caplog.text
+
+
+@dataclass
+class Drip:
+    """A raw HTTP server that sends its answer one byte every ``interval`` seconds."""
+
+    part: str = "headers"
+    interval: float = 0.05
+    url: str = ""
+    connected: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    sent: int = 0
+    cut: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def drip() -> Iterator[Drip]:
+    state = Drip()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    state.url = f"http://127.0.0.1:{listener.getsockname()[1]}/pods"
+    handlers: list[threading.Thread] = []
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                request += chunk
+            if state.part == "headers":
+                answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/yaml\r\n" + (
+                    b"X-Drip: " + b"a" * 100_000)
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                answer = b"#" * 100_000
+            state.connected.set()
+            for i in range(len(answer)):
+                try:
+                    conn.sendall(answer[i:i + 1])
+                except OSError:
+                    state.cut.set()
+                    return
+                state.sent += 1
+                if state.release.wait(state.interval):
+                    return
+
+    def serve() -> None:
+        while not state.release.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            thread = threading.Thread(target=handle, args=(conn,), daemon=True)
+            handlers.append(thread)
+            thread.start()
+
+    acceptor = threading.Thread(target=serve, daemon=True)
+    acceptor.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        acceptor.join()
+        for thread in handlers:
+            thread.join()
+        listener.close()
+
+
+def url_source_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("kubelet-url-source")]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_a_dripping_server_is_cut_at_the_whole_request_deadline(drip, q, part):
+    """kubelet http.go: ``http.Client{Timeout: 10s}`` bounds headers and body together."""
+    drip.part = part
+    clock = FakeClock()
+    src = URLSource(drip.url, None, NODE, 20.0, q, clock=clock, retry_attempts=1)
+    errors: list[Exception] = []
+
+    def poll() -> None:
+        try:
+            src.extract_from_url()
+        except Exception as exc:
+            errors.append(exc)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        assert drip.connected.wait(5)
+        assert eventually(lambda: drip.sent >= 3)
+        assert clock.wait_for_waiters(1, timeout=2)
+        clock.step(9.9)
+        time.sleep(0.2)  # the exchange goes on before the deadline
+        assert poller.is_alive()
+        clock.step(0.1)
+        poller.join(2)
+        assert not poller.is_alive()
+        assert drip.cut.wait(2)  # the server sees the connection go
+    finally:
+        drip.release.set()
+        poller.join()
+    (error,) = errors
+    assert isinstance(error, ManifestFetchError)
+    assert str(error) == f"{drip.url}: timed out after 10s"
+    assert drain(q) == []
+    assert url_source_threads() == []
+
+
+@pytest.mark.timeout(30)
+def test_stop_cuts_a_request_in_flight_and_every_thread_is_joined(drip, q, caplog):
+    src = URLSource(drip.url, None, NODE, 20.0, q)
+    stop = threading.Event()
+    with caplog.at_level(logging.DEBUG, logger="controllers.kubelet.url_source"):
+        src.start(stop)
+        try:
+            assert drip.connected.wait(5)
+            assert eventually(lambda: drip.sent >= 3)
+            stop.set()
+            started = time.monotonic()
+            src.join(2)
+            assert src._thread is not None and not src._thread.is_alive()
+            assert time.monotonic() - started < 1.0
+            assert drip.cut.wait(2)
+        finally:
+            stop.set()
+            drip.release.set()
+            src.join()
+    assert url_source_threads() == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "ended by stop" in caplog.text

@@ -38,14 +38,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
-
-import yaml
 
 from controllers.kubelet.errors import ManifestError
 from controllers.kubelet.pod_update import CONFIG_HASH_ANNOTATION_KEY, NAMESPACE_DEFAULT
 from controllers.kubelet.validation import VOLUME_TYPES, api_object_reference, validate_pod
+from informers.yaml_loader import YAMLLoadError, load_yaml
 
 __all__ = [
     "MAX_CONFIG_LENGTH",
@@ -73,17 +73,19 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"  # v1.DefaultSchedulerName
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"  # v1.TerminationMessagePathDefault
 DEFAULT_VOLUME_MODE = 420  # v1 SecretVolumeSourceDefaultMode and friends (0644)
 
-_YAML_ERRORS = (yaml.YAMLError, ValueError, RecursionError)
-
-
 # -- decoding --------------------------------------------------------------------------------
 
 
 def decode_manifest(data: bytes | str, source: str = "") -> Any:
     """Parse YAML or JSON text into Python data (one document).
 
+    Decoded by :func:`informers.yaml_loader.load_yaml`, which refuses alias bombs before
+    expanding them (go-yaml's alias-ratio rule, as the kubelet's ``sigs.k8s.io/yaml``). The
+    error names the problem and its position, never the content.
+
     Raises:
-        ManifestError: the text is too long, not UTF-8, not YAML, or holds several documents.
+        ManifestError: the text is too long, not UTF-8, not YAML, holds several documents or
+            aliases excessively.
     """
     if len(data) > MAX_CONFIG_LENGTH:
         raise ManifestError(
@@ -94,24 +96,48 @@ def decode_manifest(data: bytes | str, source: str = "") -> Any:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ManifestError(f"couldn't parse as pod: not UTF-8 text ({exc})", source) from exc
+            raise ManifestError(
+                f"couldn't parse as pod: not UTF-8 text (invalid byte at offset {exc.start})",
+                source,
+            ) from None
     else:
         text = data
     try:
-        return yaml.safe_load(text)
-    except _YAML_ERRORS as exc:
-        detail = " ".join(str(exc).split())
-        raise ManifestError(f"couldn't parse as pod: {detail}", source) from exc
+        return load_yaml(text, source)
+    except YAMLLoadError as exc:
+        raise ManifestError(f"couldn't parse as pod: {exc.detail}", source) from None
+
+
+_TOO_DEEP = "invalid pod: nested too deeply to process"
+"""A pod nested deeper than Python's recursion limit allows defaulting and hashing it (the
+YAML loader accepts libyaml's 1000 levels)."""
+
+_KIND_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+_API_VERSION_SHAPE = re.compile(r"(?:[a-z0-9][a-z0-9.-]{0,252}/)?v[0-9a-z]{1,20}")
+_TYPE_NAMES = {str: "a string", list: "a list", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "an empty document"}
+
+
+def _shown(value: Any, shape: re.Pattern[str]) -> str:
+    """``value`` quoted if it has the shape of a kind or apiVersion, else a placeholder.
+
+    A manifest path may point at a file that is not a manifest (a symlink to a file of
+    secrets), so errors never quote a value that is not such an identifier.
+    """
+    if isinstance(value, str) and shape.fullmatch(value):
+        return repr(value)
+    return "(not a valid name)"
 
 
 def _check_type(obj: Any, kind: str, source: str) -> tuple[bool, ManifestError | None]:
-    """(is it a ``kind``, error) as the universal decoder judges an object."""
+    """(is it a ``kind``, error) as the universal decoder judges an object.
+
+    Errors name the kind of problem only; they never quote the content.
+    """
     if not isinstance(obj, Mapping):
-        shown = obj if not isinstance(obj, str) else _shorten(obj)
+        got = _TYPE_NAMES.get(type(obj), "a non-object value")
         return False, ManifestError(
-            f"couldn't parse as {kind}: expected a {kind} object, got {type(obj).__name__} "
-            f"{shown!r}",
-            source,
+            f"couldn't parse as {kind}: expected a {kind} object, got {got}", source
         )
     if not obj.get("kind"):
         return False, ManifestError(f"couldn't parse as {kind}: Object 'Kind' is missing", source)
@@ -121,16 +147,11 @@ def _check_type(obj: Any, kind: str, source: str) -> tuple[bool, ManifestError |
         )
     if obj.get("apiVersion") != "v1" or obj.get("kind") != kind:
         return False, ManifestError(
-            f"couldn't parse as {kind}: got kind {obj.get('kind')!r} of apiVersion "
-            f"{obj.get('apiVersion')!r}",
+            f"couldn't parse as {kind}: got kind {_shown(obj.get('kind'), _KIND_SHAPE)} of "
+            f"apiVersion {_shown(obj.get('apiVersion'), _API_VERSION_SHAPE)}",
             source,
         )
     return True, None
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def try_decode_single_pod(
@@ -153,6 +174,8 @@ def try_decode_single_pod(
                                         is_file=is_file), None
     except ManifestError as exc:
         return True, None, exc
+    except RecursionError:
+        return True, None, ManifestError(_TOO_DEEP, source)
 
 
 def try_decode_pod_list(
@@ -180,6 +203,8 @@ def try_decode_pod_list(
                                            is_file=is_file))
         except ManifestError as exc:
             return True, [], ManifestError(f"items[{i}]: {exc.reason}", source)
+        except RecursionError:
+            return True, [], ManifestError(f"items[{i}]: {_TOO_DEEP}", source)
     return True, pods, None
 
 
@@ -190,7 +215,8 @@ def decode_static_pods(
 
     Raises:
         ManifestError: naming ``source``; for a body that is neither a Pod nor a PodList the
-            message quotes the start of the body and both decoding errors.
+            message gives both decoding errors (the kubelet's also quotes the body; this one
+            never quotes content).
     """
     obj = decode_manifest(data, source)
     parsed, pod, single_err = try_decode_single_pod(
@@ -211,9 +237,8 @@ def decode_static_pods(
         if list_err is not None:
             raise list_err
         return pods
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     raise ManifestError(
-        f"received {_shorten(text)!r}, but couldn't parse as single "
+        "received data that couldn't be parsed as single "
         f"({single_err.reason if single_err else ''}) or multiple pods "
         f"({list_err.reason if list_err else ''})",
         source,

@@ -8,9 +8,11 @@ a PodList, defaulted and validated as URL pods (:mod:`controllers.kubelet.defaul
 
 from __future__ import annotations
 
+import http.client
 import logging
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import requests
 import tenacity
@@ -18,6 +20,7 @@ import urllib3.exceptions
 
 from controllers.kubelet.defaults import MAX_CONFIG_LENGTH, decode_static_pods
 from controllers.kubelet.errors import ManifestError, ManifestFetchError, PodSourceError
+from controllers.kubelet.exchange import CuttableAdapter, Exchange, exchange_context
 from controllers.kubelet.pod_update import HTTP_SOURCE, SET, PodUpdate, UpdateChannel
 from informers.clock import REAL_CLOCK, Clock
 
@@ -36,7 +39,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_HTTP_CHECK_FREQUENCY = 20.0
 """Seconds between polls (kubelet ``--http-check-frequency`` default, 20 s)."""
 DEFAULT_HTTP_TIMEOUT = 10.0
-"""Client timeout of one request (kubelet http.go ``http.Client{Timeout: 10s}``)."""
+"""Deadline of one whole request: connecting, the headers and the body (kubelet http.go
+``http.Client{Timeout: 10 * time.Second}``)."""
 DEFAULT_RETRY_ATTEMPTS = 3
 """Attempts per poll for transport errors and 5xx answers. The kubelet does not retry within
 a poll (it waits for the next period); these quick retries are ours, so a brief outage of the
@@ -75,6 +79,36 @@ class _RetryableFetchError(Exception):
         self.error = error
 
 
+_DEADLINE = "deadline"
+_STOPPED = "stopped"
+
+
+@dataclass
+class _Answer:
+    """A read answer: status line, content type and (for a 200) the body."""
+
+    status_code: int
+    reason: str
+    content_type: str
+    data: bytes
+
+
+def _describe(exc: BaseException | None) -> str:
+    """A transport error's text, unless it quotes what the server sent (a status line that
+    is not HTTP, which ``http.client.BadStatusLine`` holds): then only its kind."""
+    seen: set[int] = set()
+    pending: list[object] = [exc]
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, http.client.BadStatusLine):
+            return "the answer is not HTTP (bad status line)"
+        pending.extend([*item.args, item.__cause__, item.__context__])
+    return str(exc)
+
+
 def _looks_like_html(data: bytes, content_type: str) -> bool:
     if "html" in content_type.lower():
         return True
@@ -86,11 +120,16 @@ class URLSource:
 
     Behaviour of one poll (:meth:`extract_from_url`, kubelet ``extractFromURL``):
 
-    * GET with the headers, timeout :data:`DEFAULT_HTTP_TIMEOUT`. Transport errors, timeouts
-      and 5xx answers are retried (``tenacity``, exponential backoff on the injectable clock);
-      when they persist, or for any other non-200 answer, the poll fails with
+    * GET with the headers. ``timeout`` (:data:`DEFAULT_HTTP_TIMEOUT`) bounds the whole
+      exchange of one attempt -- connecting, the headers and the body -- as the kubelet's
+      ``http.Client.Timeout`` does: a deadline on the clock cuts the connection
+      (:mod:`controllers.kubelet.exchange`), so a server that sends a byte every few seconds
+      cannot hold a poll. Transport errors, timeouts and 5xx answers are retried
+      (``tenacity``, exponential backoff on the injectable clock); when they persist, or for
+      any other non-200 answer, the poll fails with
       :class:`~controllers.kubelet.errors.ManifestFetchError` naming the URL and nothing is
-      sent: the pods last sent stay in force.
+      sent: the pods last sent stay in force. At most ``MAX_CONFIG_LENGTH`` (10 MiB) bytes
+      of the body are read (kubelet ``maxConfigLength``).
     * An empty body sends ``SET{[]}`` (the source counts as seen) and fails with
       "zero-length data received".
     * A body byte-identical to the last one read changes nothing (short circuit); the body is
@@ -98,7 +137,8 @@ class URLSource:
     * Otherwise the body must be one Pod (sends ``SET{[pod]}``) or a PodList (sends
       ``SET{pods}``); an invalid pod or list item fails the poll with a
       :class:`~controllers.kubelet.errors.ManifestError` naming the URL, and nothing is sent.
-      An HTML page fails with an error saying so.
+      An HTML page fails with an error saying so. Errors never quote the body (the kubelet's
+      quotes it; a URL may serve something that is not meant for logs).
 
     Failures are logged as warnings three times in a row, then at debug level until a poll
     succeeds again (kubelet http.go). Deliberate difference: after an empty body the recorded
@@ -106,8 +146,11 @@ class URLSource:
     the empty state).
 
     Threads: :meth:`start` polls on a daemon thread ``kubelet-url-source`` -- at once, then
-    every ``period`` -- until ``stop`` is set; :meth:`join` waits for it. :meth:`extract_from_url`
-    may be called directly instead (not while the source runs).
+    every ``period`` -- until ``stop`` is set; :meth:`join` waits for it. Setting ``stop`` cuts
+    a request in flight at once (a thread ``kubelet-url-source-stopper`` waits for it), so the
+    thread ends promptly. Each attempt also runs a thread ``kubelet-url-source-deadline``
+    that waits on the clock for the deadline; it is joined when the attempt ends.
+    :meth:`extract_from_url` may be called directly instead (not while the source runs).
 
     Args:
         url: the manifest URL.
@@ -116,9 +159,12 @@ class URLSource:
         period: seconds between polls.
         channel: receives the SETs.
         clock: measures the period and the retry delays.
-        timeout: per-request timeout in seconds.
+        timeout: deadline of one whole request, in seconds (also each socket operation's
+            timeout).
         retry_attempts: attempts per poll (1 disables retries).
-        session: a ``requests.Session`` to use (default: a new one, closed on stop).
+        session: a ``requests.Session`` to use (default: a new one, closed on stop). The
+            source mounts its :class:`~controllers.kubelet.exchange.CuttableAdapter` on it for
+            ``url`` (and URLs under it) only.
     """
 
     def __init__(
@@ -148,7 +194,10 @@ class URLSource:
         self._clock = clock
         self._own_session = session is None
         self._session = session if session is not None else requests.Session()
+        self._session.mount(url, CuttableAdapter())
         self._data: bytes | None = None
+        self._exchange_lock = threading.Lock()
+        self._exchange: Exchange | None = None
         self._failure_logs = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -156,24 +205,72 @@ class URLSource:
 
     # -- one poll ------------------------------------------------------------------------------
 
-    def _get_once(self) -> requests.Response:
+    def _get_once(self) -> _Answer:
+        """One attempt: GET and read the body within the deadline, cut on stop."""
+        exchange = Exchange()
+        with self._exchange_lock:
+            if self._stop.is_set():
+                raise ManifestFetchError(f"{self.url}: source stopped", self.url)
+            self._exchange = exchange
+        watchdog = threading.Thread(target=self._watch_deadline, args=(exchange,),
+                                    name="kubelet-url-source-deadline", daemon=True)
+        watchdog.start()
+        try:
+            with exchange_context(exchange):
+                return self._exchange_once(exchange)
+        finally:
+            exchange.done.set()
+            with self._exchange_lock:
+                self._exchange = None
+            watchdog.join()
+
+    def _watch_deadline(self, exchange: Exchange) -> None:
+        if not self._clock.wait_event(exchange.done, self.timeout):
+            exchange.abort(_DEADLINE)
+
+    def _exchange_once(self, exchange: Exchange) -> _Answer:
         try:
             resp = self._session.get(self.url, headers=self.headers, timeout=self.timeout,
                                      stream=True)
-        except requests.Timeout as exc:
-            raise _RetryableFetchError(ManifestFetchError(
-                f"{self.url}: timed out after {self.timeout:g}s", self.url)) from exc
         except requests.RequestException as exc:
-            raise _RetryableFetchError(ManifestFetchError(f"{self.url}: {exc}", self.url)) from exc
-        if resp.status_code >= 500:
+            raise self._transport_error(exchange, exc, "") from exc
+        try:
             status = f"{resp.status_code} {resp.reason or ''}".strip()
+            if resp.status_code >= 500:
+                raise _RetryableFetchError(
+                    ManifestFetchError(f"{self.url}: {status}", self.url, resp.status_code))
+            data = b""
+            if resp.status_code == 200:
+                data = resp.raw.read(MAX_CONFIG_LENGTH + 1, decode_content=True)
+            answer = _Answer(resp.status_code, resp.reason or "",
+                             resp.headers.get("Content-Type", ""), data)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._transport_error(exchange, exc, "reading the body failed: ") from exc
+        finally:
             resp.close()
-            raise _RetryableFetchError(
-                ManifestFetchError(f"{self.url}: {status}", self.url, resp.status_code)
-            )
-        return resp
+        if exchange.aborted is not None:  # a body read to the end of a cut connection
+            raise self._transport_error(exchange, None, "")
+        return answer
 
-    def _fetch(self) -> requests.Response:
+    def _transport_error(self, exchange: Exchange, exc: Exception | None,
+                         step: str) -> Exception:
+        """The error of a failed attempt: not retried when stopped, else retryable."""
+        if exchange.aborted == _STOPPED:
+            return ManifestFetchError(f"{self.url}: source stopped", self.url)
+        if exchange.aborted == _DEADLINE or isinstance(exc, requests.Timeout):
+            return _RetryableFetchError(ManifestFetchError(
+                f"{self.url}: timed out after {self.timeout:g}s", self.url))
+        return _RetryableFetchError(
+            ManifestFetchError(f"{self.url}: {step}{_describe(exc)}", self.url))
+
+    def _cut_on_stop(self, stop: threading.Event) -> None:
+        self._clock.wait_event(stop, None)
+        with self._exchange_lock:
+            exchange = self._exchange
+        if exchange is not None:
+            exchange.abort(_STOPPED)
+
+    def _fetch(self) -> _Answer:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.retry_attempts),
             wait=tenacity.wait_exponential(multiplier=self.retry_initial_delay,
@@ -207,21 +304,11 @@ class URLSource:
             ManifestError: empty body (``SET{[]}`` was sent), HTML, or invalid pods (nothing
                 sent).
         """
-        resp = self._fetch()
-        try:
-            if resp.status_code != 200:
-                status = f"{resp.status_code} {resp.reason or ''}".strip()
-                raise ManifestFetchError(f"{self.url}: {status}", self.url, resp.status_code)
-            data = resp.raw.read(MAX_CONFIG_LENGTH + 1, decode_content=True)
-            content_type = resp.headers.get("Content-Type", "")
-        except (requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-            raise ManifestFetchError(f"{self.url}: reading the body failed: {exc}",
-                                     self.url) from exc
-        except OSError as exc:
-            raise ManifestFetchError(f"{self.url}: reading the body failed: {exc}",
-                                     self.url) from exc
-        finally:
-            resp.close()
+        answer = self._fetch()
+        if answer.status_code != 200:
+            status = f"{answer.status_code} {answer.reason}".strip()
+            raise ManifestFetchError(f"{self.url}: {status}", self.url, answer.status_code)
+        data, content_type = answer.data, answer.content_type
         if not data:
             self._data = None
             self.channel.put(PodUpdate([], SET, HTTP_SOURCE))
@@ -234,10 +321,9 @@ class URLSource:
                 pods = decode_static_pods(data, source=self.url, node_name=self.node_name,
                                           is_file=False)
             except ManifestError:
-                shown = " ".join(data[:80].decode("utf-8", "replace").split())
                 raise ManifestError(
-                    f"received an HTML page ({shown!r}), not a Pod or PodList manifest; "
-                    "check the manifest URL", self.url,
+                    "received an HTML page, not a Pod or PodList manifest; check the manifest "
+                    "URL", self.url,
                 ) from None
         else:
             pods = decode_static_pods(data, source=self.url, node_name=self.node_name,
@@ -250,6 +336,9 @@ class URLSource:
             self.extract_from_url()
         except PodSourceError as exc:
             self.last_error = exc
+            if self._stop.is_set():
+                logger.debug("url source: poll of %s ended by stop: %s", self.url, exc)
+                return False
             if self._failure_logs < _FAILURE_LOGS:
                 logger.warning("url source: failed to read pods from URL: %s", exc)
             elif self._failure_logs == _FAILURE_LOGS:
@@ -287,12 +376,16 @@ class URLSource:
         """Poll at once and then every ``period`` until ``stop`` is set. Never raises."""
         self._stop = stop
         logger.info("url source: watching URL %s (every %gs)", self.url, self.period)
+        stopper = threading.Thread(target=self._cut_on_stop, args=(stop,),
+                                   name="kubelet-url-source-stopper", daemon=True)
+        stopper.start()
         try:
             while not stop.is_set():
                 self.poll()
                 if self._clock.sleep(self.period, stop):
                     break
         finally:
+            stopper.join()
             if self._own_session:
                 self._session.close()
             logger.info("url source: stopped watching %s", self.url)

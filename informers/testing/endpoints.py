@@ -124,12 +124,12 @@ def media_type(content_type: str | None) -> str:
 def decode_body(raw: bytes, content_type: str) -> Any:
     """Decode a JSON (or YAML) request body; malformed input is a 400."""
     if content_type == "application/yaml":
-        import yaml  # PyYAML is a dependency of the package
+        from informers.yaml_loader import YAMLLoadError, load_yaml
 
         try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as err:
-            raise status.bad_request(f"error converting YAML to JSON: {err}") from None
+            return load_yaml(raw)
+        except YAMLLoadError as err:
+            raise status.bad_request(f"error converting YAML to JSON: yaml: {err}") from None
     try:
         return loads(raw)
     except JSONDecodeError as err:
