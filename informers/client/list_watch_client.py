@@ -28,7 +28,7 @@ from informers.client.decoder import decode
 from informers.client.list_decoder import ListDecoder
 from informers.client.transport import Transport, cancelled
 from informers.client.watch_stream import HttpWatchStream
-from informers.errors import ResponseDecodeError
+from informers.errors import ResponseDecodeError, StatusError
 from informers.list_watch import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_LIST_READ_TIMEOUT,
@@ -57,6 +57,11 @@ items (:class:`~informers.client.list_decoder.ListDecoder`) while the server sen
 def _list_result(doc: Any, what: str) -> ListResult:
     if not isinstance(doc, dict):
         raise ResponseDecodeError(f"{what}: list response is not a JSON object")
+    if doc.get("kind") == "Status" and doc.get("status") != "Success":
+        # client-go rest.Result.Into: a 200 whose body decodes as a Status "besides
+        # StatusSuccess is considered an error" (errors.FromObject: the Status as it is). A
+        # broken proxy answers so; taken as a list it would be an empty one.
+        raise StatusError(doc)
     if doc.get("kind") == "Table":
         raise ResponseDecodeError(
             f"{what}: unsupported list gvk {doc.get('apiVersion')}, Kind=Table"

@@ -2,7 +2,9 @@
 
 The watch half of :mod:`informers.client.list_watch_client`, which sends the request and hands the
 response over; this module reads it: newline-delimited JSON in chunks, decoded straight to dicts
-(:func:`informers.client.decoder.decode_event`), bad lines logged and skipped.
+(:func:`informers.client.decoder.decode_event`). A line that is not an event ends the watch with
+an ERROR event, as apimachinery's ``watch.StreamWatcher`` does, so that the reflector relists
+instead of moving its version past a change it never saw.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from informers.client.connection import connection_error, shutdown_response
-from informers.client.decoder import decode_event
+from informers.client.decoder import decode, decode_event
+from informers.client.status import client_decoding_status
 from informers.errors import ApiConnectionError, WatchDecodeError
 from informers.list_watch import WATCH_EVENT_TYPES, WatchEvent
 
@@ -24,17 +27,45 @@ logger = logging.getLogger(__name__)
 _LINE_PREFIX = 120  # bytes of an offending line shown in logs
 
 
+def _not_an_event(line: bytes) -> str | None:
+    """Why ``line``, which is JSON but no ``WatchEvent``, is not one (the message of
+    client-go's ``rest/watch`` ``Decoder``); ``None`` if it is not JSON at all."""
+    try:
+        doc = decode(line)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and doc.get("kind") == "Status":
+        # A bare Status where an event belongs (a broken proxy): the JSON serializer decodes
+        # it as a Status, not into the WatchEvent.
+        return ("unable to decode to metav1.WatchEvent: got a Status "
+                f"({doc.get('status')}, {doc.get('code')} {doc.get('reason')}: "
+                f"{doc.get('message')})")
+    return "unable to decode to metav1.WatchEvent: not an event with a type and an object"
+
+
 class HttpWatchStream:
     """Reads a watch response incrementally and yields its events.
 
     The body is newline-delimited JSON sent in HTTP chunks that need not align with lines:
-    partial lines are kept until their newline arrives. A line that does not decode, or an
-    event of an unknown type, is logged (with the stream's description and the line's first
-    bytes) and skipped; the next line is read as usual.
+    partial lines are kept until their newline arrives.
+
+    A line that does not decode, that is not a ``WatchEvent`` (a bare ``Status`` from a broken
+    proxy), or an event of a type other than ADDED, MODIFIED, DELETED, BOOKMARK and ERROR, is
+    logged (with the stream's description and the line's first bytes) and ends the stream with
+    one last ERROR event: apimachinery ``watch.StreamWatcher.receive`` reports the decode
+    failure through client-go's ``NewClientErrorReporter(500, "GET", "ClientWatchDecoding")``,
+    so the event's object is a 500 ``InternalError`` Status (see
+    :func:`informers.client.status.client_decoding_status`; the ``rest/watch`` ``Decoder``
+    rejects unknown types with "got invalid watch event type"). Nothing after it is read: the
+    reflector relists at its last version, which restores whatever the lost event changed.
+    A last line cut by the end of the body is no error (``io.ErrUnexpectedEOF`` in
+    ``StreamWatcher``): the stream just ends, and the next watch from the last version sends
+    that event again.
 
     The stream ends when the server closes it, when the connection breaks or the read timeout
     expires (``error`` then holds an :class:`ApiConnectionError`; this is a normal end for the
-    reflector, which re-watches from its last version), or when :meth:`close` is called.
+    reflector, which re-watches from its last version), after an undecodable line (above), or
+    when :meth:`close` is called.
 
     Thread safety: iterate from one thread; :meth:`close` from any thread. ``iter()`` always
     returns the same iterator, so iteration can be resumed.
@@ -51,8 +82,8 @@ class HttpWatchStream:
         description: what is watched, for logs.
         error: why the stream ended early, or ``None``.
         events: events yielded so far.
-        decode_errors: undecodable lines skipped.
-        unknown_events: events of unknown types skipped.
+        decode_errors: undecodable lines met (0 or 1: the first ends the stream).
+        unknown_events: events of unknown types met (0 or 1, likewise).
     """
 
     def __init__(self, response: Any, description: str = "watch", *,
@@ -70,6 +101,7 @@ class HttpWatchStream:
         self.events = 0
         self.decode_errors = 0
         self.unknown_events = 0
+        self._failed = False
         self._iterator: Iterator[WatchEvent] | None = None
 
     def __iter__(self) -> Iterator[WatchEvent]:
@@ -128,21 +160,37 @@ class HttpWatchStream:
                 return
             yield data
 
-    def _event(self, line: bytes) -> WatchEvent | None:
+    def _event(self, line: bytes, last: bool = False) -> WatchEvent | None:
+        """The event of ``line``; for a line that is not one, the ERROR event that ends the
+        stream (``self._failed`` is then set); ``None`` for the unterminated ``last`` line
+        of a body that ended inside an event."""
         try:
             etype, obj = decode_event(line, drop_managed_fields=self._drop_managed_fields)
         except WatchDecodeError as exc:
+            problem = _not_an_event(line)
+            if problem is None:  # not JSON
+                if last:
+                    # apimachinery StreamWatcher.receive: io.ErrUnexpectedEOF ends the watch
+                    # without an error; the next watch from the last version sends it again.
+                    logger.info("%s: watch stream ended inside an event (%d bytes)",
+                                self.description, len(line))
+                    return None
+                problem = str(exc)
             self.decode_errors += 1
-            logger.warning("%s: skipping undecodable watch line (%d bytes, starts %r): %s",
-                           self.description, len(line), exc.line_prefix, exc)
-            return None
+            logger.warning("%s: undecodable watch line (%d bytes, starts %r): %s; ending the "
+                           "watch", self.description, len(line), exc.line_prefix, problem)
+            return self._fail(problem)
         if etype not in WATCH_EVENT_TYPES:
             self.unknown_events += 1
-            logger.warning("%s: skipping watch event of unknown type %r (line starts %r)",
-                           self.description, etype, bytes(line[:_LINE_PREFIX]))
-            return None
+            logger.warning("%s: watch event of unknown type %r (line starts %r); ending the "
+                           "watch", self.description, etype, bytes(line[:_LINE_PREFIX]))
+            return self._fail(f"got invalid watch event type: {etype}")
         self.events += 1
         return WatchEvent(etype, obj)
+
+    def _fail(self, problem: str) -> WatchEvent:
+        self._failed = True
+        return WatchEvent("ERROR", client_decoding_status(problem))
 
     def _events(self) -> Iterator[WatchEvent]:
         import urllib3
@@ -169,7 +217,7 @@ class HttpWatchStream:
                         event = self._event(line)
                         if event is not None:
                             yield event
-                            if self._closed:
+                            if self._closed or self._failed:
                                 return
                     pos = nl + 1
                     nl = chunk.find(b"\n", pos)
@@ -177,10 +225,10 @@ class HttpWatchStream:
                     pending.append(chunk[pos:])
             tail = b"".join(pending)
             if tail.strip() and not self._closed:
-                event = self._event(tail)  # a last line without its newline
+                event = self._event(tail, last=True)  # a last line without its newline
                 if event is not None:
                     yield event
-            reuse = not self._closed
+            reuse = not (self._closed or self._failed)
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
             # ValueError/AttributeError: reading a response another thread just closed.
             if not self._closed:
