@@ -17,11 +17,14 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from faulty_http import (
+    BlackHoleProxy,
     ScriptedApiServer,
     event_line,
     pod,
@@ -35,7 +38,7 @@ from informers.backoff import Backoff
 from informers.client import list_watch_from_client
 from informers.errors import StatusError
 from informers.indexer import Indexer
-from informers.list_watch import ListOptions
+from informers.list_watch import DEFAULT_WATCH_READ_TIMEOUT, ListOptions, watch_read_timeout
 from informers.reflector import Reflector
 from informers.reflector_options import ReflectorOptions
 from informers.shared_informer import SharedIndexInformer
@@ -260,3 +263,85 @@ def _rv(target: str) -> str | None:
         if part.startswith("resourceVersion="):
             return part.split("=", 1)[1]
     return None
+
+
+# -- item 3: a dead connection is noticed by the read timeout --------------------------------------
+
+
+def test_default_watch_read_timeout_is_two_minutes():
+    """The default the docs state (docs/concepts.md "Faults on the wire", the
+    ``DEFAULT_WATCH_READ_TIMEOUT`` and ``ReflectorOptions.read_timeout`` docstrings): two
+    minutes for a watch that asks for bookmarks, whatever its ``timeoutSeconds``."""
+    assert DEFAULT_WATCH_READ_TIMEOUT == 120.0
+    assert ReflectorOptions().read_timeout is None  # the ListWatch's default applies
+    # the reflector's watches: bookmarks and a timeout in [300, 600) s
+    assert watch_read_timeout(ListOptions(allow_watch_bookmarks=True, timeout_seconds=599)) == 120
+    assert watch_read_timeout(ListOptions(allow_watch_bookmarks=True, send_initial_events=True,
+                                          timeout_seconds=300)) == 120
+    # no bookmarks: the server may be silent until its timeout
+    assert watch_read_timeout(ListOptions(timeout_seconds=599)) == 599 + 30
+    assert watch_read_timeout(ListOptions()) == 3630
+    assert watch_read_timeout(ListOptions(allow_watch_bookmarks=True, read_timeout=2.5)) == 2.5
+    concepts = (Path(__file__).resolve().parent.parent / "docs" / "concepts.md").read_text()
+    assert "a watch silent for two minutes (`DEFAULT_WATCH_READ_TIMEOUT`, 120 s)" in concepts
+
+
+BLACK_HOLE_READ_TIMEOUT = 1.5  # seconds: short, so the test runs in seconds
+
+
+@pytest.mark.real_apiserver
+def test_a_black_holed_watch_is_noticed_and_rewatched(real_api_server):
+    """A TCP proxy in front of the real kube-apiserver stops forwarding the watch's connection
+    without closing it. The reflector notices by its read timeout, watches again through a
+    new (working) connection from its last version, and its cache converges to the server's
+    truth, including the writes made while the path was dead."""
+    from servers import RealServer
+
+    from informers.testing.client_config import api_client
+
+    server = RealServer(real_api_server)
+    ns = server.namespace
+    proxy = BlackHoleProxy((real_api_server.host, real_api_server.port))
+    api = api_client(f"https://127.0.0.1:{proxy.port}", real_api_server.token,
+                     real_api_server.ca_file)
+    store = Indexer()
+    reflector = Reflector(list_watch_from_client(api, "configmaps", namespace=ns), store,
+                          fast_options(read_timeout=BLACK_HOLE_READ_TIMEOUT), name="cms")
+    stop = threading.Event()
+    thread = threading.Thread(target=reflector.run, args=(stop,))
+
+    def cm(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+
+    def truth() -> list[str]:
+        return sorted(f"{ns}/{o['metadata']['name']}" for o in server.list("configmaps", ns))
+
+    try:
+        server.create(cm("a"), namespace=ns)
+        thread.start()
+        wait_until(lambda: f"{ns}/a" in store.list_keys(), 10)
+        server.create(cm("b"), namespace=ns)  # seen through the watch: it is open and working
+        wait_until(lambda: f"{ns}/b" in store.list_keys(), 10)
+        watches = reflector.metrics.watches_total
+        connections = proxy.connections
+
+        assert proxy.black_hole() >= 1
+        holed_at = time.monotonic()
+        server.create(cm("c"), namespace=ns)
+        server.delete("configmaps", ns, "a")
+        time.sleep(BLACK_HOLE_READ_TIMEOUT / 2)
+        assert f"{ns}/c" not in store.list_keys()  # the dead path delivers nothing
+
+        wait_until(lambda: sorted(store.list_keys()) == truth(), 10 + BLACK_HOLE_READ_TIMEOUT)
+        noticed_after = time.monotonic() - holed_at
+    finally:
+        stop.set()
+        thread.join(10)
+        proxy.close()
+        api.close()
+        server.close()
+    assert not thread.is_alive()
+    assert sorted(store.list_keys()) == [f"{ns}/b", f"{ns}/c"]
+    assert reflector.metrics.watches_total > watches  # watched again ...
+    assert proxy.connections > connections  # ... on a new connection
+    assert BLACK_HOLE_READ_TIMEOUT <= noticed_after < BLACK_HOLE_READ_TIMEOUT + 8

@@ -32,12 +32,11 @@ from informers.errors import ResponseDecodeError, StatusError
 from informers.list_watch import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_LIST_READ_TIMEOUT,
-    DEFAULT_WATCH_READ_TIMEOUT,
-    WATCH_READ_TIMEOUT_MARGIN,
     ListOptions,
     ListResult,
     ListWatch,
     TweakFunc,
+    watch_read_timeout,
 )
 from informers.resources import Resource, lookup
 
@@ -193,12 +192,7 @@ class ClientListWatch(ListWatch):
 
     def watch(self, options: ListOptions) -> HttpWatchStream:
         opts = self._options(options)
-        if opts.read_timeout is not None:
-            read_timeout = opts.read_timeout
-        elif opts.timeout_seconds:
-            read_timeout = opts.timeout_seconds + WATCH_READ_TIMEOUT_MARGIN
-        else:
-            read_timeout = DEFAULT_WATCH_READ_TIMEOUT
+        read_timeout = watch_read_timeout(opts)
         what = f"watch {self.what} at rv={opts.resource_version or '(latest)'}"
         call = self.transport.get(self.path, opts.to_query(watch=True), read_timeout, what,
                                   opts.cancel)
