@@ -14,10 +14,12 @@ synced version. A list answer that decodes as a ``Status`` other than ``Success`
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -345,3 +347,27 @@ def test_a_black_holed_watch_is_noticed_and_rewatched(real_api_server):
     assert reflector.metrics.watches_total > watches  # watched again ...
     assert proxy.connections > connections  # ... on a new connection
     assert BLACK_HOLE_READ_TIMEOUT <= noticed_after < BLACK_HOLE_READ_TIMEOUT + 8
+
+
+# -- a stream closed before its end leaves no reference cycle --------------------------------------
+
+
+@pytest.mark.parametrize("lines", [
+    [event_line("ADDED", pod("a", "2"))],  # closed while the server still streams
+    [b"{oops\n", event_line("ADDED", pod("a", "2"))],  # ended by its ERROR event
+], ids=["open", "failed"])
+def test_a_closed_stream_is_freed_by_reference_counting(raw, api, lines):
+    """A stream whose iterator is suspended (the reflector returns from it on an ERROR
+    event) refers to it and back; close() breaks that cycle, so the stream and its response
+    are freed at once, also after a ``gc.freeze()`` that would keep a cycle forever."""
+    raw.watch_answer(lines)
+    stream = list_watch_from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    assert next(iter(stream)).type in ("ADDED", "ERROR")
+    gc.disable()
+    try:
+        stream.close()
+        ref = weakref.ref(stream)
+        del stream
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 import weakref
@@ -32,7 +33,8 @@ from informers.shared_informer import SharedIndexInformer
 from informers.testing import ApiServer
 
 WAIT = 10.0
-LEAK_BOUND_PER_CYCLE = 2_000_000  # bytes of RSS a start/stop cycle of 2,000 pods may add
+LEAK_BLOCKS_PER_CYCLE = 1_000  # Python memory blocks a start/stop cycle may leave behind
+LEAK_BOUND_PER_CYCLE = 5_000_000  # bytes of RSS a start/stop cycle of 2,000 pods may add
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -104,25 +106,33 @@ def test_stopped_informers_are_freed_with_memory_tuning(pods_server, clean_gc):
     """The issue's measurement: 2,000 pods, 8 start/stop cycles with the tuning on (each cycle
     freezes), handlers referring to the informer. Every stopped informer and its cache are
     gone, without unfreezing (``gc.collect()`` skips frozen objects, so only breaking the
-    cycles at stop frees them); resident memory grows by less than 2 MB a cycle."""
+    cycles at stop frees them); Python's allocated memory blocks grow by less than 1,000 and
+    resident memory by less than 5 MB a cycle."""
     api = pods_server.api_client()
     tuning = MemoryTuning()
     refs: list[tuple[weakref.ref[Any], ...]] = []
     sizes: list[int] = []
+    blocks: list[int] = []
     try:
         for _ in range(8):
             refs.append(one_cycle(api, tuning))
             gc.collect()
             sizes.append(rss())
+            blocks.append(sys.getallocatedblocks())
     finally:
         api.close()
     assert gc.get_freeze_count() > 0  # the tuning did freeze
     gc.collect()
     alive = [i for i, cycle in enumerate(refs) if any(ref() is not None for ref in cycle)]
     assert alive == []
-    # From the second cycle on (the first fills the allocator's arenas); a kept cache of
-    # these 2,000 pods adds about 7 MB a cycle.
-    growth = (sizes[-1] - sizes[1]) / (len(sizes) - 2)
+    # From the second cycle on (the first fills caches and the allocator's arenas). A cache
+    # of these 2,000 pods kept alive adds about 58,000 Python memory blocks and 7-9 MB of
+    # RSS a cycle. The block count is exact; RSS also moves with allocator fragmentation, so
+    # its bound is looser.
+    cycles = len(sizes) - 2
+    block_growth = (blocks[-1] - blocks[1]) / cycles
+    assert block_growth < LEAK_BLOCKS_PER_CYCLE, f"{block_growth:.0f} blocks a cycle: {blocks}"
+    growth = (sizes[-1] - sizes[1]) / cycles
     assert growth < LEAK_BOUND_PER_CYCLE, f"RSS grew {growth / 1e6:.2f} MB a cycle: {sizes}"
 
 
@@ -130,6 +140,8 @@ HYGIENE_CYCLES = 1000
 HYGIENE_WARMUP = 20  # cycles before the baseline: pools, caches and arenas fill up first
 HYGIENE_RSS_BOUND = 10_000_000  # bytes over the 1,000 cycles: 10 KB a cycle
 HYGIENE_FD_SLACK = 4
+HYGIENE_BLOCKS_BOUND = 100_000  # Python memory blocks over the 1,000 cycles: 100 a cycle
+# (the embedded server, in this process, keeps a log of every request: about 30 a cycle)
 
 
 @pytest.fixture(scope="module")
@@ -168,15 +180,16 @@ def factory_cycle(api: Any, tuning: MemoryTuning | None) -> None:
 def test_factory_start_stop_cycles_leave_nothing_behind(small_server, clean_gc, tuning):
     """The issue's hygiene test: 1,000 start/stop cycles of a factory with a handler that
     refers to the factory and the informer. After them the process has the same threads and
-    the same open file descriptors as before (give or take 4 pooled connections), and its
-    resident memory grew by less than 10 MB (10 KB a cycle; a stopped factory kept alive
-    costs far more)."""
+    the same open file descriptors as before (give or take 4 pooled connections), less than
+    100,000 more Python memory blocks (100 a cycle) and less than 10 MB more resident memory
+    (10 KB a cycle). A stopped factory kept alive costs about 350 blocks and 30 KB a
+    cycle."""
     api = small_server.api_client()
     try:
         for _ in range(HYGIENE_WARMUP):
             factory_cycle(api, tuning)
         gc.collect()
-        threads, fds, rss0 = library_threads(), open_fds(), rss()
+        threads, fds, rss0, blocks0 = library_threads(), open_fds(), rss(), sys.getallocatedblocks()
         for _ in range(HYGIENE_CYCLES):
             factory_cycle(api, tuning)
         gc.collect()
@@ -184,6 +197,8 @@ def test_factory_start_stop_cycles_leave_nothing_behind(small_server, clean_gc, 
         # Pooled keep-alive connections (the client's and, in this process, the server's
         # ends) come and go by a few; one leaked per cycle would be a thousand.
         assert open_fds() <= fds + HYGIENE_FD_SLACK
+        blocks = sys.getallocatedblocks() - blocks0
+        assert blocks < HYGIENE_BLOCKS_BOUND, f"{blocks} more Python memory blocks"
         growth = rss() - rss0
         assert growth < HYGIENE_RSS_BOUND, f"RSS grew {growth / 1e6:.1f} MB"
     finally:

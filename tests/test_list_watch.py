@@ -84,7 +84,12 @@ class RawServer:
 
     def close(self) -> None:
         self.release.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() of _serve: it ends
+        except OSError:
+            pass
         self.sock.close()
+        self._thread.join(5)
         for c in self._conns:
             try:
                 c.close()

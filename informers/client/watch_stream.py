@@ -124,14 +124,20 @@ class HttpWatchStream:
     def close(self) -> None:
         """Release the connection; a blocked reader wakes up and its iteration ends."""
         with self._lock:
-            if self._closed:
-                return
+            # A suspended iterator refers back to this stream: break the cycle, so that a
+            # stream dropped unfinished is freed by reference counting (even after a
+            # gc.freeze(), which would make the cycle immortal). Dropped below, outside the
+            # lock: finalizing it runs its clean-up, which takes the lock.
+            iterator, self._iterator = self._iterator, None
+            was_closed = self._closed
             self._closed = True
             reading = self._reading
-        if reading:
-            shutdown_response(self._resp)  # the reader releases the response on its way out
-        else:
-            self._release(reuse=False)
+        if not was_closed:
+            if reading:
+                shutdown_response(self._resp)  # the reader releases it on its way out
+            else:
+                self._release(reuse=False)
+        del iterator
 
     def _release(self, reuse: bool) -> None:
         with self._lock:
@@ -216,8 +222,10 @@ class HttpWatchStream:
                     if line.strip():
                         event = self._event(line)
                         if event is not None:
+                            if self._failed:  # nothing more is read: free the connection now
+                                self._finish(reuse=False)
                             yield event
-                            if self._closed or self._failed:
+                            if self._closed:
                                 return
                     pos = nl + 1
                     nl = chunk.find(b"\n", pos)
@@ -227,6 +235,8 @@ class HttpWatchStream:
             if tail.strip() and not self._closed:
                 event = self._event(tail, last=True)  # a last line without its newline
                 if event is not None:
+                    if self._failed:
+                        self._finish(reuse=False)
                     yield event
             reuse = not (self._closed or self._failed)
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
@@ -235,7 +245,11 @@ class HttpWatchStream:
                 self.error = connection_error(exc, self.description)
                 logger.info("%s: watch stream ended: %s", self.description, exc)
         finally:
-            with self._lock:
-                self._reading = False
-                self._closed = True
-            self._release(reuse=reuse)
+            self._finish(reuse)
+
+    def _finish(self, reuse: bool) -> None:
+        """The reading ended: mark the stream closed and hand the connection back."""
+        with self._lock:
+            self._reading = False
+            self._closed = True
+        self._release(reuse=reuse)
