@@ -87,7 +87,10 @@ DEFAULT_PAGE_SIZE = 500
 """client-go ``tools/pager`` ``defaultPageSize``."""
 
 WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
-"""The event types of ``metav1.WatchEvent``; others are logged and skipped."""
+"""The event types of ``metav1.WatchEvent``. client-go's ``rest/watch`` ``Decoder`` rejects any
+other ("got invalid watch event type"), which ends an HTTP watch with an ERROR event
+(:class:`~informers.client.watch_stream.HttpWatchStream`); the reflector logs and skips one
+from any other stream (``reflector.go`` ``handleAnyWatch``: "Unknown watch event")."""
 
 
 @dataclass

@@ -157,7 +157,10 @@ class ReflectorMetrics:
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
     """Log a list-and-watch failure (client-go ``DefaultWatchErrorHandler``).
 
-    410 Expired/Gone is routine after a disconnect: logged at debug. Anything else at error.
+    410 Expired/Gone is routine after a disconnect: logged at debug (also inside a
+    :class:`~informers.errors.ListError`, as ``isExpiredError`` sees through Go's ``%w``).
+    Anything else at error, "<name>: Failed to watch <type>: <err>"; a failed list reads
+    "Failed to watch Pod: failed to list Pod: <err>", as client-go logs it.
     """
     if is_expired(err):
         logger.debug("%s: watch of %s closed with: %s", reflector.name,
@@ -580,7 +583,9 @@ class Reflector:
         """Apply a stream's events to ``store`` until it ends (client-go ``handleAnyWatch``).
 
         Returns ``(error, initial_events_end_seen, last_rv_seen)``. ``error`` is the ERROR
-        event's StatusError or a VeryShortWatchError; ``None`` for a normal end. With
+        event's StatusError, the WatchDecodeError the stream raised (a decode failure ends the
+        watch, as apimachinery's ``StreamWatcher`` does) or a VeryShortWatchError; ``None`` for
+        a normal end. With
         ``exit_on_end`` it returns as soon as the initial-events-end bookmark arrives, leaving
         the stream open. Versions go to the reflector only when ``store`` is its own store.
         """

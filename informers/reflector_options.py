@@ -31,8 +31,10 @@ class ReflectorOptions:
             ``reflector.go`` ``list``).
         min_watch_timeout: each watch asks the server for a random whole number of seconds in
             ``[min, 2*min)``; honoured only above 300 s (client-go ``MinWatchTimeout``).
-        watch_error_handler: called with list-and-watch failures; ``None`` logs them as
-            client-go's ``DefaultWatchErrorHandler`` does.
+        watch_error_handler: called with list-and-watch failures (a failed list as a
+            :class:`~informers.errors.ListError`, "failed to list <type>: <err>", as
+            client-go's ``reflector.go`` ``list`` wraps it); ``None`` logs them as client-go's
+            ``DefaultWatchErrorHandler`` does ("Failed to watch <type>: <err>").
         backoff: delays between failed attempts; ``None`` is client-go's (0.8 s doubling to
             30 s, jitter 1.0, reset after 2 min of success, ``reflector.go``
             ``NewReflectorWithOptions``), on the reflector's clock.
