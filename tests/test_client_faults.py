@@ -170,6 +170,19 @@ def test_stream_turns_a_decode_failure_into_one_error_event_and_ends(raw, api):
     assert stream.closed
 
 
+@pytest.mark.parametrize(("line", "problem"), [
+    (b'["not","an","event"]', "watch line is not a JSON object"),
+    (b'{"kind":"Pod","metadata":{"name":"a"}}',
+     "watch event without a string 'type' and an object 'object'"),
+    (b'{"type":"ADDED","object":"a"}',
+     "watch event without a string 'type' and an object 'object'"),
+])
+def test_json_that_is_no_event_ends_the_stream(raw, api, line, problem):
+    raw.watch_answer([line + b"\n", event_line("ADDED", pod("b", "3"))], hold=False)
+    stream = list_watch_from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    assert [(e.type, e.object) for e in stream] == [("ERROR", client_decoding_status(problem))]
+
+
 @pytest.mark.parametrize("etype", ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"])
 def test_decoder(raw, api, etype):
     """client-go ``rest/watch`` ``TestDecoder``: each of the five event types decodes; after the

@@ -27,20 +27,15 @@ logger = logging.getLogger(__name__)
 _LINE_PREFIX = 120  # bytes of an offending line shown in logs
 
 
-def _not_an_event(line: bytes) -> str | None:
-    """Why ``line``, which is JSON but no ``WatchEvent``, is not one (the message of
-    client-go's ``rest/watch`` ``Decoder``); ``None`` if it is not JSON at all."""
-    try:
-        doc = decode(line)
-    except ValueError:
-        return None
+def _bare_status(doc: Any) -> str | None:
+    """The problem of a line that decoded to ``doc``, if it is a bare ``Status`` where an event
+    belongs (a broken proxy): client-go's JSON serializer decodes it as a Status, not into
+    the WatchEvent ("unable to decode to metav1.WatchEvent", ``rest/watch`` ``Decoder``)."""
     if isinstance(doc, dict) and doc.get("kind") == "Status":
-        # A bare Status where an event belongs (a broken proxy): the JSON serializer decodes
-        # it as a Status, not into the WatchEvent.
         return ("unable to decode to metav1.WatchEvent: got a Status "
                 f"({doc.get('status')}, {doc.get('code')} {doc.get('reason')}: "
                 f"{doc.get('message')})")
-    return "unable to decode to metav1.WatchEvent: not an event with a type and an object"
+    return None
 
 
 class HttpWatchStream:
@@ -173,8 +168,9 @@ class HttpWatchStream:
         try:
             etype, obj = decode_event(line, drop_managed_fields=self._drop_managed_fields)
         except WatchDecodeError as exc:
-            problem = _not_an_event(line)
-            if problem is None:  # not JSON
+            try:
+                problem = _bare_status(decode(line)) or str(exc)
+            except ValueError:  # not JSON
                 if last:
                     # apimachinery StreamWatcher.receive: io.ErrUnexpectedEOF ends the watch
                     # without an error; the next watch from the last version sends it again.
