@@ -37,7 +37,7 @@ from helpers import wait_until
 from kubernetes import client as k8s
 
 from informers.backoff import Backoff
-from informers.client import list_watch_from_client
+from informers.client import api_call, list_watch_from_client
 from informers.errors import StatusError
 from informers.indexer import Indexer
 from informers.list_watch import DEFAULT_WATCH_READ_TIMEOUT, ListOptions, watch_read_timeout
@@ -245,6 +245,16 @@ def test_list_200_with_a_success_status_is_an_empty_list(raw, api):
     raw.list_answer(status_body("Success", 200, "", ""))
     result = list_watch_from_client(api, "pods").list(ListOptions())
     assert (result.items, result.resource_version) == ([], "")
+
+
+def test_a_write_answered_2xx_with_a_failure_status_is_that_error(raw, api):
+    # rest.Result.Into applies to every request, writes included.
+    raw.list_answer(status_body("Failure", 409, "Conflict", "proxy: stale"), code=201)
+    with pytest.raises(StatusError) as info:
+        api_call(api, "POST", "/api/v1/namespaces/ns/configmaps", {"metadata": {"name": "x"}})
+    assert (info.value.code, info.value.reason) == (409, "Conflict")
+    raw.list_answer(status_body("Success", 200, "", ""))
+    assert api_call(api, "DELETE", "/api/v1/namespaces/ns/configmaps/x")["status"] == "Success"
 
 
 def test_informer_does_not_sync_on_a_status_in_a_200_list(raw, api, caplog):
