@@ -153,7 +153,7 @@ def test_an_unknown_event_type_ends_the_watch(raw, api, caplog):
         "from succeeding"]
 
 
-def test_stream_turns_a_decode_failure_into_one_error_event_and_ends(raw, api):
+def test_stream_watcher_error(raw, api):
     """apimachinery ``TestStreamWatcherError``: a decode error gives one Error event, then the
     result channel is closed (here: nothing after it is read, though the server sends more)."""
     raw.watch_answer([event_line("ADDED", pod("a", "2")), b"{oops\n",

@@ -448,6 +448,7 @@ def test_list_error_goes_to_handler_then_backoff(harness):
     h.start()
     assert h.backoff_wait() == 0.8
     # reflector.go list: the handler gets "failed to list <type>: <err>" wrapping the error
+    # (client-go TestReflectorListAndWatchWithErrors: errors.Is(err, listErr))
     assert [(type(e), e.err, str(e)) for e in h.errors] == [
         (ListError, boom, "failed to list <unspecified>: 500 InternalError: etcd down")]
     h.clock.step(0.8)
