@@ -43,10 +43,10 @@ class ReflectorOptions:
         read_timeout: seconds a watch connection may stay silent before it is taken as dead
             and re-opened from the last version; ``None`` uses the ListWatch's default, for
             the reflector's watches (which ask for bookmarks)
-            :data:`informers.list_watch.DEFAULT_WATCH_READ_TIMEOUT`, two minutes:
-            kube-apiserver's watch cache sends a bookmark about once a minute, so a healthy
-            watch is never that silent. Lower it to notice a dead path sooner (each quiet
-            watch is then re-opened more often); keep it above the server's bookmark period.
+            :data:`informers.list_watch.DEFAULT_WATCH_READ_TIMEOUT`, 150 s: kube-apiserver's
+            watch cache sends a bookmark about once a minute, so a healthy watch is rarely
+            silent for two periods. Lower it to notice a dead path sooner (each quiet watch
+            is then re-opened more often); keep it above the server's bookmark period.
         rng: the random source of the watch timeouts and the default backoff's jitter;
             ``None`` for a new unseeded one (tests pass a seeded one to replay a run).
     """
