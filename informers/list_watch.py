@@ -61,13 +61,13 @@ bookmarks a BOOKMARK "roughly every minute" even when nothing changes (``k8s.io/
 ``pkg/storage/cacher/cacher.go`` ``defaultBookmarkFrequency = time.Minute``;
 ``cache_watcher.go`` ``nextBookmarkTime``, on a dispatch tick of about a second), and one 2 s
 before the watch's deadline; but a watcher is sent only bookmarks newer than the version it
-started from (``cache_watcher.go`` ``process``), so a tick can pass without one. Against
-kube-apiserver 1.36 on a resource nobody writes, the first bookmark came after 120 s, the
-next ones every 60 s. Two bookmark periods and a margin of silence means the path is dead (a
-proxy or NAT that stopped forwarding without closing). Where a resource's cache does not move
-for longer (no writes, and etcd's progress notifications, every 10 min by default) or is off
-(``--watch-cache=false``), a healthy quiet watch is re-opened every 150 s: one request from
-the last version, no relist, nothing lost.
+started from (``cache_watcher.go`` ``process``), so a tick can pass without one: on a
+resource nobody writes, kube-apiserver 1.36 sends a new watch its first bookmark about 120 s
+after it starts, then one every 60 s. Silence for two bookmark periods and a margin means the
+path is dead (a proxy or NAT that stopped forwarding without closing). Where a resource's
+cache does not move for longer (no writes, and etcd's progress notifications, every 10 min by
+default) or is off (``--watch-cache=false``), a healthy quiet watch is re-opened every 150 s:
+one request from the last version, no relist, nothing lost.
 
 client-go has no read timeout on watches: over HTTP/2 its transport's health check pings an
 idle connection after 30 s and drops it when no answer comes within 15 s
