@@ -24,6 +24,7 @@ __all__ = [
     "LeaderElectionConfigError",
     "LeaderElectionLostError",
     "LeaseNotInitializedError",
+    "ListError",
     "NotFoundError",
     "ResponseDecodeError",
     "SelectorError",
@@ -257,8 +258,9 @@ class ResponseDecodeError(InformersError, ValueError):
 class WatchDecodeError(ResponseDecodeError):
     """A watch stream line that is not JSON, or an event without ``type`` or ``object``.
 
-    Never fatal: the stream (or the reflector) logs it and goes on with the next line.
-    ``line_prefix`` holds the first bytes of the offending line.
+    It ends the watch (apimachinery ``watch.StreamWatcher``): the HTTP watch stream turns it
+    into a final ERROR event, and a reflector whose stream raises it ends that watch with it
+    and relists. ``line_prefix`` holds the first bytes of the offending line.
     """
 
     def __init__(self, message: str, line_prefix: bytes = b"") -> None:
@@ -280,11 +282,36 @@ class VeryShortWatchError(InformersError):
         self.name = name
 
 
+class ListError(InformersError):
+    """A reflector's list failed: client-go reflector.go ``list`` returns
+    ``fmt.Errorf("failed to list %v: %w", r.typeDescription, err)``, which
+    ``DefaultWatchErrorHandler`` logs as "Failed to watch".
+
+    The ``is_*`` predicates of this module look through it to :attr:`err`, as Go's
+    ``errors.As`` looks through ``%w``.
+
+    Attributes:
+        err: the list's own error (also ``__cause__``).
+    """
+
+    def __init__(self, type_description: str, err: BaseException) -> None:
+        super().__init__(f"failed to list {type_description}: {err}")
+        self.err = err
+        self.__cause__ = err
+
+
+def _unwrap(err: BaseException | None) -> BaseException | None:
+    while isinstance(err, ListError):
+        err = err.err
+    return err
+
+
 def is_expired(err: BaseException | None) -> bool:
     """410: the requested resource version is gone (reason ``Expired`` or ``Gone``).
 
     client-go reflector.go ``isExpiredError`` (``IsResourceExpired || IsGone``).
     """
+    err = _unwrap(err)
     if not isinstance(err, StatusError):
         return False
     return err.reason in ("Expired", "Gone") or err.code == 410
@@ -297,6 +324,7 @@ def is_too_large_resource_version(err: BaseException | None) -> bool:
     ``ResourceVersionTooLarge``, or (servers before 1.18.6) a ``Timeout`` whose cause message
     is ``"Too large resource version"`` or whose message contains it.
     """
+    err = _unwrap(err)
     if not isinstance(err, StatusError):
         return False
     causes = err.causes
@@ -311,6 +339,7 @@ def is_too_large_resource_version(err: BaseException | None) -> bool:
 
 def is_too_many_requests(err: BaseException | None) -> bool:
     """429 Too Many Requests (client-go ``apierrors.IsTooManyRequests``)."""
+    err = _unwrap(err)
     return isinstance(err, StatusError) and (
         err.reason == "TooManyRequests" or err.code == 429
     )
@@ -318,11 +347,13 @@ def is_too_many_requests(err: BaseException | None) -> bool:
 
 def is_internal_error(err: BaseException | None) -> bool:
     """500 InternalError (client-go ``apierrors.IsInternalError``)."""
+    err = _unwrap(err)
     return isinstance(err, StatusError) and (err.reason == "InternalError" or err.code == 500)
 
 
 def is_connection_refused(err: BaseException | None) -> bool:
     """The API server refused the connection (client-go ``utilnet.IsConnectionRefused``)."""
+    err = _unwrap(err)
     return isinstance(err, ApiConnectionError) and err.refused
 
 

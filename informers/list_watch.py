@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_LIST_READ_TIMEOUT",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_WATCH_READ_TIMEOUT",
+    "UNBOOKMARKED_WATCH_READ_TIMEOUT",
     "WATCH_EVENT_TYPES",
     "WATCH_READ_TIMEOUT_MARGIN",
     "CancelToken",
@@ -37,6 +38,7 @@ __all__ = [
     "ListWatch",
     "WatchEvent",
     "WatchStream",
+    "watch_read_timeout",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,19 +51,50 @@ DEFAULT_LIST_READ_TIMEOUT = 120.0
 """Seconds a list may wait for the next bytes: twice kube-apiserver's default
 ``--request-timeout`` (1 min), after which the server itself gives up on a list."""
 
-WATCH_READ_TIMEOUT_MARGIN = 30.0
-"""Seconds added to a watch's ``timeoutSeconds`` for its client-side read timeout: the server
-closes the watch after ``timeoutSeconds``, so silence beyond that means a dead connection."""
+DEFAULT_WATCH_READ_TIMEOUT = 150.0
+"""Seconds a watch that asks for bookmarks (``allowWatchBookmarks``, as every reflector's
+does) may stay silent before its connection is taken as dead and the watch ends (the reflector
+then re-watches from its last version, on a new connection).
 
-DEFAULT_WATCH_READ_TIMEOUT = 3600.0 + WATCH_READ_TIMEOUT_MARGIN
-"""Read timeout of a watch without ``timeoutSeconds``: the server then picks a timeout in
-``[--min-request-timeout, 2x)`` = [30 min, 60 min) (kube-apiserver defaults), plus the margin."""
+Why two and a half minutes: kube-apiserver's watch cache sends every watcher that allows
+bookmarks a BOOKMARK "roughly every minute" even when nothing changes (``k8s.io/apiserver``
+``pkg/storage/cacher/cacher.go`` ``defaultBookmarkFrequency = time.Minute``;
+``cache_watcher.go`` ``nextBookmarkTime``, on a dispatch tick of about a second), and one 2 s
+before the watch's deadline; but a watcher is sent only bookmarks newer than the version it
+started from (``cache_watcher.go`` ``process``), so a tick can pass without one: on a
+resource nobody writes, kube-apiserver 1.36 sends a new watch its first bookmark about 120 s
+after it starts, then one every 60 s. Silence for two bookmark periods and a margin means the
+path is dead (a proxy or NAT that stopped forwarding without closing). Where a resource's
+cache does not move for longer (no writes, and etcd's progress notifications, every 10 min by
+default) or is off (``--watch-cache=false``), a healthy quiet watch is re-opened every 150 s:
+one request from the last version, no relist, nothing lost.
+
+client-go has no read timeout on watches: over HTTP/2 its transport's health check pings an
+idle connection after 30 s and drops it when no answer comes within 15 s
+(``k8s.io/apimachinery`` ``pkg/util/net/http.go`` ``readIdleTimeoutSeconds``,
+``pingTimeoutSeconds``), about 45 s in all. This library speaks HTTP/1.1, where a read timeout
+is the only way to notice. ``ReflectorOptions.read_timeout`` (or ``ListOptions.read_timeout``)
+overrides it."""
+
+WATCH_READ_TIMEOUT_MARGIN = 30.0
+"""Seconds added to ``timeoutSeconds`` for the read timeout of a watch that does not ask for
+bookmarks: the server may then send nothing until it closes the watch after
+``timeoutSeconds``, so only silence beyond that means a dead connection."""
+
+UNBOOKMARKED_WATCH_READ_TIMEOUT = 3600.0 + WATCH_READ_TIMEOUT_MARGIN
+"""Read timeout of a watch without bookmarks and without ``timeoutSeconds``: the server then
+picks a timeout in ``[--min-request-timeout, 2x)`` = [30 min, 60 min) (kube-apiserver
+defaults), plus the margin."""
+
 
 DEFAULT_PAGE_SIZE = 500
 """client-go ``tools/pager`` ``defaultPageSize``."""
 
 WATCH_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
-"""The event types of ``metav1.WatchEvent``; others are logged and skipped."""
+"""The event types of ``metav1.WatchEvent``. client-go's ``rest/watch`` ``Decoder`` rejects any
+other ("got invalid watch event type"), which ends an HTTP watch with an ERROR event
+(:class:`~informers.client.watch_stream.HttpWatchStream`); the reflector logs and skips one
+from any other stream (``reflector.go`` ``handleAnyWatch``: "Unknown watch event")."""
 
 
 @dataclass
@@ -115,6 +148,20 @@ class ListOptions:
         if self.send_initial_events is not None:
             q.append(("sendInitialEvents", "true" if self.send_initial_events else "false"))
         return q
+
+
+def watch_read_timeout(options: ListOptions) -> float:
+    """The socket read timeout of a watch with ``options``: ``options.read_timeout`` if set;
+    else :data:`DEFAULT_WATCH_READ_TIMEOUT` when it asks for bookmarks; else
+    ``timeoutSeconds`` + :data:`WATCH_READ_TIMEOUT_MARGIN`; else
+    :data:`UNBOOKMARKED_WATCH_READ_TIMEOUT`."""
+    if options.read_timeout is not None:
+        return options.read_timeout
+    if options.allow_watch_bookmarks:
+        return DEFAULT_WATCH_READ_TIMEOUT
+    if options.timeout_seconds:
+        return options.timeout_seconds + WATCH_READ_TIMEOUT_MARGIN
+    return UNBOOKMARKED_WATCH_READ_TIMEOUT
 
 
 @dataclass

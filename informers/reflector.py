@@ -63,6 +63,7 @@ from typing import Any, Protocol
 from informers.backoff import Backoff
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import (
+    ListError,
     StatusError,
     VeryShortWatchError,
     WatchDecodeError,
@@ -156,7 +157,10 @@ class ReflectorMetrics:
 def default_watch_error_handler(reflector: Reflector, err: BaseException) -> None:
     """Log a list-and-watch failure (client-go ``DefaultWatchErrorHandler``).
 
-    410 Expired/Gone is routine after a disconnect: logged at debug. Anything else at error.
+    410 Expired/Gone is routine after a disconnect: logged at debug (also inside a
+    :class:`~informers.errors.ListError`, as ``isExpiredError`` sees through Go's ``%w``).
+    Anything else at error, "<name>: Failed to watch <type>: <err>"; a failed list reads
+    "Failed to watch Pod: failed to list Pod: <err>", as client-go logs it.
     """
     if is_expired(err):
         logger.debug("%s: watch of %s closed with: %s", reflector.name,
@@ -419,7 +423,8 @@ class Reflector:
 
     def _note_error(self, exc: BaseException) -> None:
         self.metrics.last_error = exc
-        retry_after = getattr(exc, "retry_after", None)
+        cause = exc.err if isinstance(exc, ListError) else exc
+        retry_after = getattr(cause, "retry_after", None)
         if isinstance(retry_after, (int, float)):
             self._retry_after = float(retry_after)
 
@@ -475,7 +480,8 @@ class Reflector:
                 if self._halt.is_set():  # aborted by run() (or failed just as it stopped)
                     return ReflectorState.STOPPED
                 self.metrics.list_errors_total += 1
-                self._handle_error(exc)
+                # reflector.go list: "failed to list %v: %w", logged as "Failed to watch"
+                self._handle_error(ListError(self.type_description, exc))
                 return ReflectorState.BACKOFF_RELIST
             if self._halt.is_set():  # a list that ended as run() stopped is not applied
                 return ReflectorState.STOPPED
@@ -577,7 +583,9 @@ class Reflector:
         """Apply a stream's events to ``store`` until it ends (client-go ``handleAnyWatch``).
 
         Returns ``(error, initial_events_end_seen, last_rv_seen)``. ``error`` is the ERROR
-        event's StatusError or a VeryShortWatchError; ``None`` for a normal end. With
+        event's StatusError, the WatchDecodeError the stream raised (a decode failure ends the
+        watch, as apimachinery's ``StreamWatcher`` does) or a VeryShortWatchError; ``None`` for
+        a normal end. With
         ``exit_on_end`` it returns as soon as the initial-events-end bookmark arrives, leaving
         the stream open. Versions go to the reflector only when ``store`` is its own store.
         """
@@ -595,8 +603,10 @@ class Reflector:
             except StopIteration:
                 break
             except WatchDecodeError as exc:
-                logger.warning("%s: skipping undecodable watch event: %s", self.name, exc)
-                continue
+                # apimachinery StreamWatcher: a decode failure ends the watch with an error
+                # (the relist then restores what the lost event changed).
+                self.metrics.events_total += count
+                return exc, end_seen, last_rv
             except Exception as exc:  # the stream broke: a normal end, like EOF
                 if not stop.is_set():
                     logger.info("%s: watch stream of %s failed: %s", self.name,

@@ -31,16 +31,22 @@ class ReflectorOptions:
             ``reflector.go`` ``list``).
         min_watch_timeout: each watch asks the server for a random whole number of seconds in
             ``[min, 2*min)``; honoured only above 300 s (client-go ``MinWatchTimeout``).
-        watch_error_handler: called with list-and-watch failures; ``None`` logs them as
-            client-go's ``DefaultWatchErrorHandler`` does.
+        watch_error_handler: called with list-and-watch failures (a failed list as a
+            :class:`~informers.errors.ListError`, "failed to list <type>: <err>", as
+            client-go's ``reflector.go`` ``list`` wraps it); ``None`` logs them as client-go's
+            ``DefaultWatchErrorHandler`` does ("Failed to watch <type>: <err>").
         backoff: delays between failed attempts; ``None`` is client-go's (0.8 s doubling to
             30 s, jitter 1.0, reset after 2 min of success, ``reflector.go``
             ``NewReflectorWithOptions``), on the reflector's clock.
         use_watch_list: list with a streaming watch (``sendInitialEvents=true``) first and fall
             back to a paginated list (client-go ``WatchListClient``).
         read_timeout: seconds a watch connection may stay silent before it is taken as dead
-            and re-opened; ``None`` uses the ListWatch's default (see
-            :data:`informers.list_watch.DEFAULT_WATCH_READ_TIMEOUT`).
+            and re-opened from the last version; ``None`` uses the ListWatch's default, for
+            the reflector's watches (which ask for bookmarks)
+            :data:`informers.list_watch.DEFAULT_WATCH_READ_TIMEOUT`, 150 s: kube-apiserver's
+            watch cache sends a bookmark about once a minute, so a healthy watch is rarely
+            silent for two periods. Lower it to notice a dead path sooner (each quiet watch
+            is then re-opened more often); keep it above the server's bookmark period.
         rng: the random source of the watch timeouts and the default backoff's jitter;
             ``None`` for a new unseeded one (tests pass a seeded one to replay a run).
     """

@@ -84,7 +84,12 @@ class RawServer:
 
     def close(self) -> None:
         self.release.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() of _serve: it ends
+        except OSError:
+            pass
         self.sock.close()
+        self._thread.join(5)
         for c in self._conns:
             try:
                 c.close()
@@ -363,21 +368,36 @@ def test_watch_request_and_events_across_chunk_boundaries(server, api):
     stream.close()  # idempotent
 
 
-def test_malformed_lines_and_unknown_types_are_skipped(server, api, caplog):
+def test_a_malformed_line_ends_the_stream_with_an_error_event(server, api, caplog):
+    # apimachinery StreamWatcher: one ERROR event for the decode failure, then the end.
     parts = [ev("ADDED", "a", "2") + b'{"type":"ADDED","obj',  # truncated JSON ...
-             b'ect": oops}\n' + b'{"type":"WEIRD","object":{}}\n',  # ... and an unknown type
-             b'["not","an","event"]\n' + ev("MODIFIED", "a", "3")]
+             b'ect": oops}\n' + ev("MODIFIED", "a", "3")]
     server.chunked(parts)
     stream = list_watch_from_client(api, "pods").watch(ListOptions(resource_version="1"))
     with caplog.at_level("WARNING", logger="informers.client.watch_stream"):
-        got = [(e.type, e.object["metadata"]["resourceVersion"]) for e in stream]
-    assert got == [("ADDED", "2"), ("MODIFIED", "3")]
-    assert (stream.events, stream.decode_errors, stream.unknown_events) == (2, 2, 1)
+        got = [(e.type, e.object.get("code")) for e in stream]
+    assert got == [("ADDED", None), ("ERROR", 500)]
+    assert (stream.events, stream.decode_errors, stream.unknown_events) == (1, 1, 0)
     messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 3
-    assert "watch v1/pods at rv=1: skipping undecodable watch line" in messages[0]
+    assert len(messages) == 1
+    assert "watch v1/pods at rv=1: undecodable watch line" in messages[0]
     assert "b'{\"type\":\"ADDED\",\"object\": oops}'" in messages[0]
-    assert "skipping watch event of unknown type 'WEIRD'" in messages[1]
+    assert messages[0].endswith("; ending the watch")
+
+
+def test_an_unknown_type_ends_the_stream_with_an_error_event(server, api, caplog):
+    # client-go rest/watch Decoder: "got invalid watch event type: %v" is a decode failure.
+    server.chunked([b'{"type":"WEIRD","object":{}}\n' + ev("MODIFIED", "a", "3")])
+    stream = list_watch_from_client(api, "pods").watch(ListOptions(resource_version="1"))
+    with caplog.at_level("WARNING", logger="informers.client.watch_stream"):
+        events = list(stream)
+    assert [e.type for e in events] == ["ERROR"]
+    assert events[0].object["details"]["causes"][1] == {
+        "reason": "ClientWatchDecoding",
+        "message": "unable to decode an event from the watch stream: "
+                   "got invalid watch event type: WEIRD"}
+    assert (stream.events, stream.decode_errors, stream.unknown_events) == (0, 0, 1)
+    assert "watch event of unknown type 'WEIRD'" in caplog.records[0].getMessage()
 
 
 def test_close_unblocks_a_blocked_reader(server, api):

@@ -23,6 +23,7 @@ from informers.client import list_watch_from_client
 from informers.clock import REAL_CLOCK, FakeClock
 from informers.errors import (
     ApiConnectionError,
+    ListError,
     StatusError,
     VeryShortWatchError,
     WatchDecodeError,
@@ -446,10 +447,13 @@ def test_list_error_goes_to_handler_then_backoff(harness):
     h.slw.lists.extend([boom, boom])
     h.start()
     assert h.backoff_wait() == 0.8
-    assert h.errors == [boom]
+    # reflector.go list: the handler gets "failed to list <type>: <err>" wrapping the error
+    # (client-go TestReflectorListAndWatchWithErrors: errors.Is(err, listErr))
+    assert [(type(e), e.err, str(e)) for e in h.errors] == [
+        (ListError, boom, "failed to list <unspecified>: 500 InternalError: etcd down")]
     h.clock.step(0.8)
     assert h.backoff_wait() == 1.6
-    assert h.errors == [boom, boom]
+    assert [e.err for e in h.errors] == [boom, boom]
     h.clock.step(1.6)
     h.slw.stream(0)
     assert [c[:2] for c in h.slw.calls] == [("list", "0"), ("list", "0"), ("list", "0"),
@@ -544,14 +548,16 @@ def test_synthetic_added_events_do_not_move_the_version(harness):
     h.finish()
 
 
-def test_wrong_kind_unknown_type_and_decode_errors_are_skipped(harness, caplog):
+def test_wrong_kind_and_unknown_type_are_skipped(harness, caplog):
+    # reflector.go handleAnyWatch: "Unexpected watch event object gvk" and "Unknown watch
+    # event" are logged and the watch goes on (an HTTP stream never yields an unknown type:
+    # its decoder ends the watch instead, see test_client_faults).
     h = harness(expected_kind="Pod").start()
     s0 = h.slw.stream(0)
     svc = {"kind": "Service", "metadata": {"name": "s", "resourceVersion": "11"}}
     nokind = {"metadata": {"name": "k", "namespace": "ns", "resourceVersion": "12"}}
     with caplog.at_level("WARNING", logger="informers.reflector"):
         s0.push(WatchEvent("ADDED", svc), WatchEvent("SURPRISE", pod("u", "13")))
-        s0.q.put(WatchDecodeError("watch line is not JSON", b"{oops"))
         s0.push(WatchEvent("ADDED", nokind))
         h.store.wait_ops(2)
     assert h.store.ops[1:] == [("add", "k")]
@@ -560,8 +566,30 @@ def test_wrong_kind_unknown_type_and_decode_errors_are_skipped(harness, caplog):
     assert messages == [
         "test: unexpected watch event object kind 'Service' (expected 'Pod')",
         "test: unknown watch event type 'SURPRISE'",
-        "test: skipping undecodable watch event: watch line is not JSON",
     ]
+    h.finish()
+
+
+def test_a_decode_error_ends_the_watch_and_relists(harness, caplog):
+    # apimachinery StreamWatcher: a decode failure ends the watch with an error; the
+    # reflector relists at its last synced version, so the lost event's change is not lost.
+    h = harness().start()
+    s0 = h.slw.stream(0)
+    bad = WatchDecodeError("watch line is not JSON", b"{oops")
+    with caplog.at_level("WARNING", logger="informers.reflector"):
+        s0.push(modified("a", "11"))
+        s0.q.put(bad)
+        s0.push(modified("a", "13"))  # never read
+        assert h.backoff_wait() == 0.8
+    assert s0.closed.is_set()
+    assert h.store.ops[1:] == [("update", "a")]
+    assert (h.r.metrics.watch_errors_total, h.r.metrics.last_error) == (1, bad)
+    assert [r.getMessage() for r in caplog.records] == [
+        "test: watch of <unspecified> ended with: watch line is not JSON"]
+    h.clock.step(0.8)
+    h.slw.stream(1)
+    assert [c[:2] for c in h.slw.calls] == [("list", "0"), ("watch", "10"), ("list", "11"),
+                                            ("watch", "10")]
     h.finish()
 
 
@@ -773,9 +801,15 @@ def test_default_error_handler_logs(caplog):
     with caplog.at_level("DEBUG", logger="informers.reflector"):
         default_watch_error_handler(r, StatusError(status(410, "Expired", "old")))
         default_watch_error_handler(r, refused())
+        # reflector.go: a list error reaches the handler wrapped, "failed to list %v: %w";
+        # isExpiredError sees through the wrapping (errors.As).
+        default_watch_error_handler(r, ListError("Pod", refused()))
+        default_watch_error_handler(r, ListError("Pod", StatusError(status(410, "Gone", "x"))))
     assert [(rec.levelname, rec.getMessage()) for rec in caplog.records] == [
         ("DEBUG", "pods: watch of Pod closed with: 410 Expired: old"),
         ("ERROR", "pods: Failed to watch Pod: connect: connection refused"),
+        ("ERROR", "pods: Failed to watch Pod: failed to list Pod: connect: connection refused"),
+        ("DEBUG", "pods: watch of Pod closed with: failed to list Pod: 410 Gone: x"),
     ]
 
 
@@ -1227,7 +1261,7 @@ def test_live_500_storm_on_list(live):
     lv.watches(1)
     assert [r[:3] + r[4:] for r in requests(lv.srv)] == (
         [("list", "0", "500", 500)] * 4 + [("list", "0", "500", 200), ("watch", rv0, "true", 200)])
-    assert [e.code for e in lv.errors] == [500] * 4
+    assert [e.err.code for e in lv.errors] == [500] * 4
     assert lv.r.metrics.list_errors_total == 4
 
 
@@ -1273,16 +1307,21 @@ def test_live_server_restart(live):
     assert lv.store.ops == ["replace", "add", "add"]
 
 
-def test_live_malformed_lines_are_skipped(live, caplog):
+def test_live_malformed_line_ends_the_watch_and_relists(live, caplog):
+    # apimachinery StreamWatcher: the undecodable line ends the watch with an ERROR event;
+    # the reflector relists at its last version and watches again, missing nothing.
     lv = live()
     rv0 = lv.srv.resource_version
     lv.start().watches(1)
     with caplog.at_level("WARNING", logger="informers.client.watch_stream"):
         assert lv.srv.inject_malformed_watch_line() == 1
-        lv.srv.create(new_pod("a"))
-        wait_until(lambda: len(lv.store) == 1)
-    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv0)]
-    assert any("skipping undecodable watch line" in r.getMessage() for r in caplog.records)
+        assert lv.step_backoff() == 0.8
+    lv.watches(2)
+    lv.srv.create(new_pod("a"))
+    wait_until(lambda: len(lv.store) == 1)
+    assert [r[:2] for r in requests(lv.srv)] == [("list", "0"), ("watch", rv0), ("list", rv0),
+                                                  ("watch", rv0)]
+    assert any("undecodable watch line" in r.getMessage() for r in caplog.records)
 
 
 def test_live_bookmarks_move_the_version(live):

@@ -50,7 +50,8 @@ def api_call(
         clock: decides when the client's host and headers are asked for again.
 
     Raises:
-        StatusError: the server answered with a non-2xx code.
+        StatusError: the server answered with a non-2xx code, or with a 2xx whose body is
+            a ``Status`` other than ``Success`` (client-go ``rest.Result.Into``).
         ApiConnectionError: no answer (connection refused or reset, timeout).
     """
     return Transport(api_client, clock=clock).request(

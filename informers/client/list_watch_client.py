@@ -28,16 +28,15 @@ from informers.client.decoder import decode
 from informers.client.list_decoder import ListDecoder
 from informers.client.transport import Transport, cancelled
 from informers.client.watch_stream import HttpWatchStream
-from informers.errors import ResponseDecodeError
+from informers.errors import ResponseDecodeError, StatusError
 from informers.list_watch import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_LIST_READ_TIMEOUT,
-    DEFAULT_WATCH_READ_TIMEOUT,
-    WATCH_READ_TIMEOUT_MARGIN,
     ListOptions,
     ListResult,
     ListWatch,
     TweakFunc,
+    watch_read_timeout,
 )
 from informers.resources import Resource, lookup
 
@@ -57,6 +56,11 @@ items (:class:`~informers.client.list_decoder.ListDecoder`) while the server sen
 def _list_result(doc: Any, what: str) -> ListResult:
     if not isinstance(doc, dict):
         raise ResponseDecodeError(f"{what}: list response is not a JSON object")
+    if doc.get("kind") == "Status" and doc.get("status") != "Success":
+        # client-go rest.Result.Into: a 200 whose body decodes as a Status "besides
+        # StatusSuccess is considered an error" (errors.FromObject: the Status as it is). A
+        # broken proxy answers so; taken as a list it would be an empty one.
+        raise StatusError(doc)
     if doc.get("kind") == "Table":
         raise ResponseDecodeError(
             f"{what}: unsupported list gvk {doc.get('apiVersion')}, Kind=Table"
@@ -188,12 +192,7 @@ class ClientListWatch(ListWatch):
 
     def watch(self, options: ListOptions) -> HttpWatchStream:
         opts = self._options(options)
-        if opts.read_timeout is not None:
-            read_timeout = opts.read_timeout
-        elif opts.timeout_seconds:
-            read_timeout = opts.timeout_seconds + WATCH_READ_TIMEOUT_MARGIN
-        else:
-            read_timeout = DEFAULT_WATCH_READ_TIMEOUT
+        read_timeout = watch_read_timeout(opts)
         what = f"watch {self.what} at rv={opts.resource_version or '(latest)'}"
         call = self.transport.get(self.path, opts.to_query(watch=True), read_timeout, what,
                                   opts.cancel)

@@ -6,19 +6,57 @@ whose body is a ``Status`` becomes a :class:`~informers.errors.StatusError` carr
 (with the HTTP code when the body has none); any other body becomes a generic one built from
 the code (``apierrors.NewGenericServerResponse``), quoting at most :data:`BODY_PREFIX` bytes
 of it. ``Retry-After`` is honoured in whole seconds, as client-go's ``checkWait`` does.
+:func:`client_decoding_status` is the Status the client itself makes for a watch event it
+cannot decode.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from informers.client.decoder import decode
 from informers.errors import StatusError
 
-__all__ = ["BODY_PREFIX", "retry_after", "status_code", "status_error"]
+__all__ = [
+    "BODY_PREFIX",
+    "WATCH_DECODE_PREFIX",
+    "client_decoding_status",
+    "retry_after",
+    "status_code",
+    "status_error",
+]
 
 BODY_PREFIX = 200
 """Bytes of a non-Status error body quoted in the error's message."""
+
+
+WATCH_DECODE_PREFIX = "unable to decode an event from the watch stream: "
+"""apimachinery ``watch.StreamWatcher.receive``: how a decode failure's message begins."""
+
+
+def client_decoding_status(problem: str) -> dict[str, Any]:
+    """The ``Status`` of the ERROR event that ends a watch whose next event cannot be decoded.
+
+    apimachinery ``watch.StreamWatcher.receive`` reports ``fmt.Errorf("unable to decode an
+    event from the watch stream: %v", err)`` through client-go's reporter
+    ``errors.NewClientErrorReporter(500, "GET", "ClientWatchDecoding")``, whose ``AsObject``
+    is ``NewGenericServerResponse(500, ...)`` (reason ``InternalError``, a cause of type
+    ``UnexpectedServerResponse``) plus a cause of type ``ClientWatchDecoding``.
+    """
+    text = WATCH_DECODE_PREFIX + problem
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "code": 500,
+        "reason": "InternalError",
+        "message": f"an error on the server ({json.dumps(text, ensure_ascii=False)}) has "
+                   "prevented the request from succeeding",
+        "details": {"causes": [{"reason": "UnexpectedServerResponse", "message": text},
+                               {"reason": "ClientWatchDecoding", "message": text}]},
+    }
 
 
 def retry_after(headers: Any) -> float | None:

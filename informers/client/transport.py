@@ -40,7 +40,7 @@ from informers.client.connection import connection_error, shutdown_socket
 from informers.client.decoder import decode
 from informers.client.status import retry_after, status_error
 from informers.clock import REAL_CLOCK, Clock
-from informers.errors import ApiConnectionError
+from informers.errors import ApiConnectionError, StatusError
 from informers.list_watch import CancelToken
 
 __all__ = [
@@ -219,7 +219,8 @@ class Transport:
         (``{}`` for an empty or non-object answer).
 
         Raises:
-            StatusError: a non-2xx answer.
+            StatusError: a non-2xx answer, or a 2xx whose body is a ``Status`` other than
+                ``Success``.
             ApiConnectionError: no answer (refused, reset, timed out).
         """
         target = prepared(self.api_client, None if body is None else content_type, self.clock)
@@ -244,7 +245,13 @@ class Transport:
         if not data:
             return {}
         decoded = decode(data)
-        return decoded if isinstance(decoded, dict) else {}
+        if not isinstance(decoded, dict):
+            return {}
+        if decoded.get("kind") == "Status" and decoded.get("status") != "Success":
+            # client-go rest.Result.Into: "any status besides StatusSuccess is considered an
+            # error", whatever the HTTP code (a broken proxy answers 2xx with one)
+            raise StatusError(decoded)
+        return decoded
 
 
 def _reason(exc: BaseException) -> BaseException:

@@ -2,7 +2,9 @@
 
 The watch half of :mod:`informers.client.list_watch_client`, which sends the request and hands the
 response over; this module reads it: newline-delimited JSON in chunks, decoded straight to dicts
-(:func:`informers.client.decoder.decode_event`), bad lines logged and skipped.
+(:func:`informers.client.decoder.decode_event`). A line that is not an event ends the watch with
+an ERROR event, as apimachinery's ``watch.StreamWatcher`` does, so that the reflector relists
+instead of moving its version past a change it never saw.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from informers.client.connection import connection_error, shutdown_response
-from informers.client.decoder import decode_event
+from informers.client.decoder import decode, decode_event
+from informers.client.status import client_decoding_status
 from informers.errors import ApiConnectionError, WatchDecodeError
 from informers.list_watch import WATCH_EVENT_TYPES, WatchEvent
 
@@ -24,17 +27,40 @@ logger = logging.getLogger(__name__)
 _LINE_PREFIX = 120  # bytes of an offending line shown in logs
 
 
+def _bare_status(doc: Any) -> str | None:
+    """The problem of a line that decoded to ``doc``, if it is a bare ``Status`` where an event
+    belongs (a broken proxy): client-go's JSON serializer decodes it as a Status, not into
+    the WatchEvent ("unable to decode to metav1.WatchEvent", ``rest/watch`` ``Decoder``)."""
+    if isinstance(doc, dict) and doc.get("kind") == "Status":
+        return ("unable to decode to metav1.WatchEvent: got a Status "
+                f"({doc.get('status')}, {doc.get('code')} {doc.get('reason')}: "
+                f"{doc.get('message')})")
+    return None
+
+
 class HttpWatchStream:
     """Reads a watch response incrementally and yields its events.
 
     The body is newline-delimited JSON sent in HTTP chunks that need not align with lines:
-    partial lines are kept until their newline arrives. A line that does not decode, or an
-    event of an unknown type, is logged (with the stream's description and the line's first
-    bytes) and skipped; the next line is read as usual.
+    partial lines are kept until their newline arrives.
+
+    A line that does not decode, that is not a ``WatchEvent`` (a bare ``Status`` from a broken
+    proxy), or an event of a type other than ADDED, MODIFIED, DELETED, BOOKMARK and ERROR, is
+    logged (with the stream's description and the line's first bytes) and ends the stream with
+    one last ERROR event: apimachinery ``watch.StreamWatcher.receive`` reports the decode
+    failure through client-go's ``NewClientErrorReporter(500, "GET", "ClientWatchDecoding")``,
+    so the event's object is a 500 ``InternalError`` Status (see
+    :func:`informers.client.status.client_decoding_status`; the ``rest/watch`` ``Decoder``
+    rejects unknown types with "got invalid watch event type"). Nothing after it is read: the
+    reflector relists at its last version, which restores whatever the lost event changed.
+    A last line cut by the end of the body is no error (``io.ErrUnexpectedEOF`` in
+    ``StreamWatcher``): the stream just ends, and the next watch from the last version sends
+    that event again.
 
     The stream ends when the server closes it, when the connection breaks or the read timeout
     expires (``error`` then holds an :class:`ApiConnectionError`; this is a normal end for the
-    reflector, which re-watches from its last version), or when :meth:`close` is called.
+    reflector, which re-watches from its last version), after an undecodable line (above), or
+    when :meth:`close` is called.
 
     Thread safety: iterate from one thread; :meth:`close` from any thread. ``iter()`` always
     returns the same iterator, so iteration can be resumed.
@@ -51,8 +77,8 @@ class HttpWatchStream:
         description: what is watched, for logs.
         error: why the stream ended early, or ``None``.
         events: events yielded so far.
-        decode_errors: undecodable lines skipped.
-        unknown_events: events of unknown types skipped.
+        decode_errors: undecodable lines met (0 or 1: the first ends the stream).
+        unknown_events: events of unknown types met (0 or 1, likewise).
     """
 
     def __init__(self, response: Any, description: str = "watch", *,
@@ -70,6 +96,7 @@ class HttpWatchStream:
         self.events = 0
         self.decode_errors = 0
         self.unknown_events = 0
+        self._failed = False
         self._iterator: Iterator[WatchEvent] | None = None
 
     def __iter__(self) -> Iterator[WatchEvent]:
@@ -92,14 +119,20 @@ class HttpWatchStream:
     def close(self) -> None:
         """Release the connection; a blocked reader wakes up and its iteration ends."""
         with self._lock:
-            if self._closed:
-                return
+            # A suspended iterator refers back to this stream: break the cycle, so that a
+            # stream dropped unfinished is freed by reference counting (even after a
+            # gc.freeze(), which would make the cycle immortal). Dropped below, outside the
+            # lock: finalizing it runs its clean-up, which takes the lock.
+            iterator, self._iterator = self._iterator, None
+            was_closed = self._closed
             self._closed = True
             reading = self._reading
-        if reading:
-            shutdown_response(self._resp)  # the reader releases the response on its way out
-        else:
-            self._release(reuse=False)
+        if not was_closed:
+            if reading:
+                shutdown_response(self._resp)  # the reader releases it on its way out
+            else:
+                self._release(reuse=False)
+        del iterator
 
     def _release(self, reuse: bool) -> None:
         with self._lock:
@@ -128,21 +161,38 @@ class HttpWatchStream:
                 return
             yield data
 
-    def _event(self, line: bytes) -> WatchEvent | None:
+    def _event(self, line: bytes, last: bool = False) -> WatchEvent | None:
+        """The event of ``line``; for a line that is not one, the ERROR event that ends the
+        stream (``self._failed`` is then set); ``None`` for the unterminated ``last`` line
+        of a body that ended inside an event."""
         try:
             etype, obj = decode_event(line, drop_managed_fields=self._drop_managed_fields)
         except WatchDecodeError as exc:
+            try:
+                problem = _bare_status(decode(line)) or str(exc)
+            except ValueError:  # not JSON
+                if last:
+                    # apimachinery StreamWatcher.receive: io.ErrUnexpectedEOF ends the watch
+                    # without an error; the next watch from the last version sends it again.
+                    logger.info("%s: watch stream ended inside an event (%d bytes)",
+                                self.description, len(line))
+                    return None
+                problem = str(exc)
             self.decode_errors += 1
-            logger.warning("%s: skipping undecodable watch line (%d bytes, starts %r): %s",
-                           self.description, len(line), exc.line_prefix, exc)
-            return None
+            logger.warning("%s: undecodable watch line (%d bytes, starts %r): %s; ending the "
+                           "watch", self.description, len(line), exc.line_prefix, problem)
+            return self._fail(problem)
         if etype not in WATCH_EVENT_TYPES:
             self.unknown_events += 1
-            logger.warning("%s: skipping watch event of unknown type %r (line starts %r)",
-                           self.description, etype, bytes(line[:_LINE_PREFIX]))
-            return None
+            logger.warning("%s: watch event of unknown type %r (line starts %r); ending the "
+                           "watch", self.description, etype, bytes(line[:_LINE_PREFIX]))
+            return self._fail(f"got invalid watch event type: {etype}")
         self.events += 1
         return WatchEvent(etype, obj)
+
+    def _fail(self, problem: str) -> WatchEvent:
+        self._failed = True
+        return WatchEvent("ERROR", client_decoding_status(problem))
 
     def _events(self) -> Iterator[WatchEvent]:
         import urllib3
@@ -168,6 +218,8 @@ class HttpWatchStream:
                     if line.strip():
                         event = self._event(line)
                         if event is not None:
+                            if self._failed:  # nothing more is read: free the connection now
+                                self._finish(reuse=False)
                             yield event
                             if self._closed:
                                 return
@@ -177,17 +229,23 @@ class HttpWatchStream:
                     pending.append(chunk[pos:])
             tail = b"".join(pending)
             if tail.strip() and not self._closed:
-                event = self._event(tail)  # a last line without its newline
+                event = self._event(tail, last=True)  # a last line without its newline
                 if event is not None:
+                    if self._failed:
+                        self._finish(reuse=False)
                     yield event
-            reuse = not self._closed
+            reuse = not (self._closed or self._failed)
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
             # ValueError/AttributeError: reading a response another thread just closed.
             if not self._closed:
                 self.error = connection_error(exc, self.description)
                 logger.info("%s: watch stream ended: %s", self.description, exc)
         finally:
-            with self._lock:
-                self._reading = False
-                self._closed = True
-            self._release(reuse=reuse)
+            self._finish(reuse)
+
+    def _finish(self, reuse: bool) -> None:
+        """The reading ended: mark the stream closed and hand the connection back."""
+        with self._lock:
+            self._reading = False
+            self._closed = True
+        self._release(reuse=reuse)
