@@ -332,18 +332,25 @@ class Indexer:
                     if prev:
                         idx.remove(key, prev)
 
-    def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
+    def replace(
+        self, objects: Iterable[Any], resource_version: str = "", *,
+        keys: Iterable[str] | None = None,
+    ) -> None:
         """Swap the whole content for ``objects`` and rebuild every index from scratch.
 
         The new map and indices are built before the lock is taken, then swapped in at once,
         so readers see either the old or the new content. A later object with the same key
-        as an earlier one wins.
+        as an earlier one wins. ``keys``, when given, are the objects' keys in order (as the
+        key function gives them; not checked), which saves computing them again.
 
         Raises:
             KeyFuncError, IndexFuncError: before anything is changed.
         """
         items: dict[str, Any] = {}
         key_func = self._key_func
+        if keys is not None:
+            items = dict(zip(keys, objects, strict=True))
+            objects = ()
         for obj in objects:
             try:
                 key = key_func(obj)

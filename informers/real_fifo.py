@@ -535,10 +535,10 @@ class RealFIFO:
     def _check_synced_locked(self) -> None:
         if self._synced or not self._populated or self._initial_population_count:
             return
-        self._synced = True
         hook, self._hook = self._hook, None
         if hook is not None and self._hook_started:
-            hook.processed()
+            hook.processed()  # before has_synced() turns true
+        self._synced = True
         self._synced_event.set()
 
     def _idle_consumer_locked(self) -> ProcessFunc | None:

@@ -10,7 +10,17 @@ aggregated API server's own format) cannot be compared: :func:`compare_resource_
 
 from __future__ import annotations
 
-__all__ = ["InvalidResourceVersionError", "compare_resource_version", "is_well_formed"]
+import threading
+from collections.abc import Callable
+
+from informers.clock import REAL_CLOCK, Clock
+
+__all__ = [
+    "InvalidResourceVersionError",
+    "ResourceVersionWaiter",
+    "compare_resource_version",
+    "is_well_formed",
+]
 
 
 class InvalidResourceVersionError(ValueError):
@@ -40,3 +50,55 @@ def compare_resource_version(a: str, b: str) -> int:
     if len(a) != len(b):
         return -1 if len(a) < len(b) else 1
     return (a > b) - (a < b)
+
+
+class ResourceVersionWaiter:
+    """Lets threads wait until a store's resourceVersion reaches a target (read-your-writes).
+
+    The writer calls :meth:`notify` after each write (cheap while nobody waits); waiters call
+    :meth:`wait`. Thread-safe.
+
+    Args:
+        current: returns the store's current resourceVersion.
+        clock: for the timeout.
+    """
+
+    def __init__(self, current: Callable[[], str], clock: Clock = REAL_CLOCK) -> None:
+        self._current = current
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._waiters = 0
+
+    def notify(self) -> None:
+        """The store was written: wake the waiters, if any."""
+        if self._waiters:  # a waiter counts itself before its check, so none is missed
+            with self._cond:
+                self._cond.notify_all()
+
+    def reached(self, rv: str) -> bool:
+        """Whether the current resourceVersion is well formed and not older than ``rv``."""
+        current = self._current()
+        return is_well_formed(current) and compare_resource_version(current, rv) >= 0
+
+    def wait(self, rv: str, timeout: float | None) -> bool:
+        """Block until :meth:`reached` ``rv``; ``False`` after ``timeout`` seconds (``None``:
+        no limit) without.
+
+        Raises:
+            InvalidResourceVersionError: ``rv`` is not well formed (so cannot be compared).
+        """
+        if not is_well_formed(rv):
+            raise InvalidResourceVersionError(rv)
+        clock = self._clock
+        deadline = None if timeout is None else clock.now() + timeout
+        with self._cond:
+            self._waiters += 1
+            try:
+                while not self.reached(rv):
+                    remaining = None if deadline is None else deadline - clock.now()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    clock.wait_condition(self._cond, remaining)
+                return True
+            finally:
+                self._waiters -= 1

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.undelta_store", "informers.mutation_detector", "informers.handlers",
         "informers.processor_listener", "informers.synchronous_listener",
         "informers.shared_processor", "informers.wait", "informers.real_fifo",
-        "informers.fifo_metrics",
+        "informers.fifo_metrics", "informers.process_deltas", "informers.informer_queue",
     ]),
     ("informer", ["informers.shared_informer", "informers.factory"]),
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection"]),

@@ -27,6 +27,7 @@ from informers.errors import (
     InformerStoppedError,
 )
 from informers.handlers import ResourceEventHandlerFuncs
+from informers.informer_queue import InformerQueue
 from informers.keys import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
 from informers.list_watch import ListWatch
 from informers.memory import MemoryTuning
@@ -180,8 +181,9 @@ def make():
 # -- the flow: list, watch events, fan-out --------------------------------------------------------
 
 
-def test_initial_list_then_events_fan_out_in_order_to_every_handler(make) -> None:
-    inf, _ = make(start=False)
+@pytest.mark.parametrize("queue", list(InformerQueue))
+def test_initial_list_then_events_fan_out_in_order_to_every_handler(make, queue) -> None:
+    inf, _ = make(start=False, queue=queue)
     a, b = Recorder(), Recorder()
     reg_a = inf.add_event_handler(a)
     reg_b = inf.add_event_handler(ResourceEventHandlerFuncs(
@@ -196,14 +198,23 @@ def test_initial_list_then_events_fan_out_in_order_to_every_handler(make) -> Non
         r.fifo.update(pod("p1", "12"))
         r.fifo.add(pod("p3", "13"))
         r.fifo.delete(pod("p2", "14"))
-        # DeltaFIFO order: keys in first-queued order, each key's deltas together.
-        expected = [
-            ("add", "p1", "10", True),
-            ("update", "p1", "10", "12"),
-            ("add", "p2", "11", True),
-            ("delete", "p2", "14"),
-            ("add", "p3", "13", False),
-        ]
+        if queue is InformerQueue.DELTA_FIFO:
+            # DeltaFIFO order: keys in first-queued order, each key's deltas together.
+            expected = [
+                ("add", "p1", "10", True),
+                ("update", "p1", "10", "12"),
+                ("add", "p2", "11", True),
+                ("delete", "p2", "14"),
+                ("add", "p3", "13", False),
+            ]
+        else:  # RealFIFO: the order the reflector reported
+            expected = [
+                ("add", "p1", "10", True),
+                ("add", "p2", "11", True),
+                ("update", "p1", "10", "12"),
+                ("add", "p3", "13", False),
+                ("delete", "p2", "14"),
+            ]
         assert a.wait_for(5) == expected
         assert b.wait_for(5) == expected
         assert inf.has_synced() and reg_a.has_synced() and reg_b.has_synced()
@@ -710,21 +721,26 @@ def test_mutation_detector_catches_a_handler_editing_the_cache(make) -> None:
     assert failures == ["cache pods modified: ns/a"]
 
 
-def test_handle_deltas_failure_is_logged_with_the_key(make, caplog) -> None:
+@pytest.mark.parametrize(("queue", "message"), [
+    (InformerQueue.DELTA_FIFO, "failed to apply the deltas of ns/bad"),
+    (InformerQueue.REAL_FIFO, "relist: leaving out ns/bad, whose index values cannot be"),
+])
+def test_handle_deltas_failure_is_logged_with_the_key(make, caplog, queue, message) -> None:
     def boom(obj):
         if obj["metadata"]["name"] == "bad":
             raise ValueError("no index for you")
         return [""]
 
-    inf, r = make(indexers={"x": boom})
+    inf, r = make(indexers={"x": boom}, queue=queue)
     rec = Recorder()
     inf.add_event_handler(rec)
-    with caplog.at_level(logging.ERROR, logger="informers.shared_informer"):
+    with caplog.at_level(logging.ERROR):
         r.fifo.replace([pod("bad", "1"), pod("good", "2")], "2")
         r.drain()
     assert rec.wait_for(1) == [("add", "good", "2", True)]
     assert inf.has_synced()
-    assert "failed to apply the deltas of ns/bad" in caplog.records[0].getMessage()
+    assert inf.get_indexer().list_keys() == ["ns/good"]
+    assert message in caplog.records[0].getMessage()
 
 
 # -- end to end through an API server and the official client -----------------------------------
@@ -1100,7 +1116,12 @@ def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(
 
     gc.unfreeze()
     inf, r = make(memory_tuning=MemoryTuning(freeze_after_initial_sync=False))
-    r.fifo.replace([], "1")  # empty: nothing to process, the pause ends inside replace
+    r.fifo.replace([], "1")  # empty: the pause ends once the (empty) relist was applied
+    r.drain()
+    for _ in range(1000):
+        if inf.has_synced():
+            break
+        threading.Event().wait(0.001)
     assert gc_pause_depth() == 0 and gc.isenabled()
     assert inf.has_synced()
     _, r2 = make(memory_tuning=MemoryTuning(freeze_after_initial_sync=False))
@@ -1146,7 +1167,7 @@ def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
 
 
 def test_the_cache_keeps_the_key_string_the_fifo_made(make) -> None:
-    inf, r = make()
+    inf, r = make(queue=InformerQueue.DELTA_FIFO)
     made: list[str] = []
     key_of = r.fifo.key_of
 
