@@ -192,3 +192,53 @@ def test_read_your_writes_through_the_api_server(any_api_server):
         stop.set()
         t.join(WAIT)
         api.close()
+
+
+def test_controller_reconciles_only_after_its_handler_received_the_initial_list(driven):
+    """controller-runtime v0.23 (pkg/internal/source/kind.go) waits for the handler
+    registration's HasSynced, not only the informer's: the informer is synced once its cache
+    holds the list, the registration once this handler was handed every initial add."""
+    from informers.controller import Controller
+
+    inf, fifo = driven()
+    gate = threading.Event()
+    delivered: list[str] = []
+    reconciled: list[tuple[str, int]] = []
+
+    class SlowEnqueue:
+        def __init__(self, controller):
+            self.controller = controller
+
+        def on_add(self, obj, is_in_initial_list):
+            gate.wait(WAIT)  # a slow handler: the informer syncs long before it is done
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            delivered.append(key)
+            self.controller.enqueue(key)
+
+        def on_update(self, old, new):
+            pass
+
+        def on_delete(self, obj):
+            pass
+
+    ctrl = Controller("slow", lambda key: reconciled.append((key, len(delivered))))
+    ctrl.watch(inf, SlowEnqueue)
+    stop = threading.Event()
+    runner = threading.Thread(target=ctrl.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        fifo.replace([pod("a", "1"), pod("b", "2"), pod("c", "3")], "3")
+        assert wait_for_cache_sync(None, inf.has_synced, timeout=WAIT)
+        threading.Event().wait(0.05)  # the controller had the chance to start early
+        assert reconciled == [] and delivered == []
+        gate.set()
+        for _ in range(5000):
+            if len(reconciled) == 3:
+                break
+            threading.Event().wait(0.001)
+        # every reconcile started after all three initial adds were delivered
+        assert sorted(reconciled) == [("ns/a", 3), ("ns/b", 3), ("ns/c", 3)]
+    finally:
+        gate.set()
+        stop.set()
+        runner.join(WAIT)
