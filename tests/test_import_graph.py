@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.processor_listener", "informers.synchronous_listener",
         "informers.shared_processor", "informers.wait", "informers.real_fifo",
         "informers.fifo_metrics", "informers.process_deltas", "informers.informer_queue",
+        "informers.fifo_prometheus_metrics",
     ]),
     ("informer", ["informers.shared_informer", "informers.factory"]),
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection"]),

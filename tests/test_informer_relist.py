@@ -242,3 +242,23 @@ def test_controller_reconciles_only_after_its_handler_received_the_initial_list(
         gate.set()
         stop.set()
         runner.join(WAIT)
+
+
+def test_a_named_informer_publishes_the_fifo_metrics_client_go_names(driven):
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from informers.fifo_metrics import set_informer_metrics_provider
+    from informers.fifo_prometheus_metrics import PrometheusInformerMetricsProvider
+
+    registry = prometheus_client.CollectorRegistry()
+    previous = set_informer_metrics_provider(PrometheusInformerMetricsProvider(registry))
+    try:
+        inf, fifo = driven()
+        fifo.replace([pod("a", "1")], "1")
+        fifo.update(pod("a", "2"))
+        assert inf.wait_for_resource_version("2", WAIT)
+    finally:
+        set_informer_metrics_provider(previous)
+    labels = {"name": "pods", "group": "", "version": "v1", "resource": "pods"}
+    assert registry.get_sample_value("informer_queued_items", labels) == 0
+    count = registry.get_sample_value("informer_processing_latency_seconds_count", labels)
+    assert count is not None and count >= 2
