@@ -303,7 +303,8 @@ def test_is_in_initial_list_only_for_the_first_list(make) -> None:
     r.fifo.replace([pod("a", "1")], "1")
     r.drain()
     r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")  # a relist: b is new, not initial
-    assert rec.wait_for(2) == [("add", "a", "1", True), ("add", "b", "2", False)]
+    assert rec.wait_for(3) == [
+        ("add", "a", "1", True), ("update", "a", "1", "1"), ("add", "b", "2", False)]
 
 
 # -- late handlers --------------------------------------------------------------------------------
@@ -502,7 +503,13 @@ def test_resync_delivers_only_to_handlers_whose_period_is_due(make) -> None:
         r.stop()
 
 
-def test_relist_of_unchanged_objects_not_delivered_without_resync(make) -> None:
+def test_relist_of_unchanged_objects_reaches_a_listener_until_a_resync_tick_unmarks_it(
+    make,
+) -> None:
+    """client-go sharedProcessor: a listener starts marked syncing (addListener sets it true),
+    so sync updates reach it until the first resync tick (shouldResync) decides; with no
+    resync period there is no tick (tests/test_clientgo_order_parity.py shows client-go
+    v0.36.3 delivering them)."""
     clock = FakeClock()
     inf, _ = make(start=False, resync_period=30.0, clock=clock)
     no_resync, resyncing = Recorder(), Recorder()
@@ -512,22 +519,22 @@ def test_relist_of_unchanged_objects_not_delivered_without_resync(make) -> None:
     try:
         r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
         no_resync.wait_for(2)
-        # A relist: a unchanged, b changed. Nobody is marked syncing yet.
+        # A relist: a unchanged, b changed. Both listeners are still marked syncing.
         r.fifo.replace([pod("a", "1"), pod("b", "3")], "3")
-        assert no_resync.wait_for(3)[2] == ("update", "b", "2", "3")
-        assert resyncing.wait_for(3)[2] == ("update", "b", "2", "3")
-        # Once the resync tick marked "resyncing" due, the unchanged relisted object reaches it.
+        for rec in (no_resync, resyncing):
+            assert rec.wait_for(4)[2:] == [("update", "a", "1", "1"), ("update", "b", "2", "3")]
+        # The resync tick marks "resyncing" due and unmarks "no_resync" (period 0).
         clock.step(30)
         assert r.informer.stub.should_resync() is True
         r.fifo.replace([pod("a", "1"), pod("b", "3")], "3")
         r.fifo.add(pod("marker", "4"))
-        assert [e[:2] for e in resyncing.wait_for(6)[3:]] == [
+        assert [e[:2] for e in resyncing.wait_for(7)[4:]] == [
             ("update", "a"),
             ("update", "b"),
             ("add", "marker"),
         ]
-        assert no_resync.wait_for(4)[3] == ("add", "marker", "4", False)
-        assert len(no_resync.events) == 4
+        assert no_resync.wait_for(5)[4] == ("add", "marker", "4", False)
+        assert len(no_resync.events) == 5
     finally:
         r.stop()
 
