@@ -134,9 +134,10 @@ class SharedIndexInformer:
       ``synchronous`` is called by the cache's writer itself
       (:class:`~informers.synchronous_listener.SynchronousListener`).
     * **Sync updates.** An update whose old and new resourceVersion are equal (a resync, or a
-      relist of an unchanged object) goes only to handlers whose resync period is due at the
-      last resync tick (client-go ``OnUpdate``/``distribute``); every other notification goes to
-      every handler.
+      relist of an unchanged object) goes only to handlers marked syncing (client-go
+      ``OnUpdate``/``distribute``): every handler is until the first resync tick, which keeps
+      only those whose resync period is due (so without a resync period, every handler gets
+      them); every other notification goes to every handler.
     * **Transform** (default :func:`strip_managed_fields`) runs exactly once per incoming
       object, when the FIFO queues it; never on resync ``Sync`` deltas or tombstones. With
       the default (or :func:`strip_managed_fields` itself) and a ListWatch that supports it
