@@ -262,3 +262,35 @@ def test_a_named_informer_publishes_the_fifo_metrics_client_go_names(driven):
     assert registry.get_sample_value("informer_queued_items", labels) == 0
     count = registry.get_sample_value("informer_processing_latency_seconds_count", labels)
     assert count is not None and count >= 2
+
+
+def test_watch_events_are_applied_and_synchronous_handlers_called_on_the_producer_thread(
+    driven,
+):
+    """The fast paths on the default queue: when the process loop is idle, a watch event is
+    applied by the thread that queued it (direct hand-off), and a synchronous handler runs
+    right there, before the producer's call returns."""
+    inf, fifo = driven()
+    calls: list[tuple[str, str]] = []
+
+    class Enqueue:
+        def on_add(self, obj, is_in_initial_list):
+            calls.append((threading.current_thread().name, obj["metadata"]["name"]))
+
+        def on_update(self, old, new):
+            calls.append((threading.current_thread().name, new["metadata"]["name"]))
+
+        def on_delete(self, obj):
+            pass
+
+    inf.add_event_handler(Enqueue(), synchronous=True)
+    fifo.replace([pod("a", "1")], "1")
+    assert wait_for_cache_sync(None, inf.has_synced, timeout=WAIT)
+    for _ in range(5000):  # the process loop waits in pop_batch again
+        if fifo._idle:
+            break
+        threading.Event().wait(0.001)
+    me = threading.current_thread().name
+    fifo.update(pod("a", "2"))
+    assert calls[-1] == (me, "a")  # already called, on this thread
+    assert inf.last_store_sync_resource_version() == "2"

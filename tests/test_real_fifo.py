@@ -690,3 +690,57 @@ def test_metrics_for_a_named_fifo():
                  metrics_provider=unnamed)
     g.add(mk("a", 1))
     assert unnamed.ids == [] and unnamed.gauge.values == []
+
+
+def test_concurrent_producers_with_handoff_lose_nothing_and_keep_order_one_at_a_time():
+    """Two producers race a sometimes-idle consumer with hand-off and unlocked processing:
+    every delta is processed once, each producer's in its order, never two at once."""
+    f = RealFIFO(key, atomic_events=True, unlock_while_processing=True, direct_handoff=True)
+    f.replace([], "0")
+    busy = threading.Lock()
+    seen = []
+    overlaps = []
+
+    def process(deltas, initial):
+        if not busy.acquire(blocking=False):
+            overlaps.append(deltas)
+            return
+        try:
+            for d in deltas:
+                if d.type is ADDED:
+                    seen.append((threading.current_thread().name, d.object["val"]))
+            if len(seen) % 7 == 0:
+                time.sleep(0.0005)  # sometimes slow, so items queue up behind it
+        finally:
+            busy.release()
+
+    def consume():
+        try:
+            while True:
+                f.pop_batch(process, process)
+        except FIFOClosedError:
+            pass
+
+    consumer = threading.Thread(target=consume, name="consumer")
+    consumer.start()
+    n = 2000
+
+    def produce(p):
+        for i in range(n):
+            f.add(mk(f"k{p}-{i % 50}", (p, i)))
+            if i % 100 == 0:
+                time.sleep(0.002)  # let the queue run empty now and then
+
+    producers = [threading.Thread(target=produce, args=(p,), name=f"producer-{p}")
+                 for p in (1, 2)]
+    for t in producers:
+        t.start()
+    for t in producers:
+        t.join()
+    f.close()
+    consumer.join(5)
+    assert overlaps == []
+    for p in (1, 2):
+        assert [v[1] for _, v in seen if v[0] == p] == list(range(n))
+    threads = {t for t, _ in seen}
+    assert threads & {"producer-1", "producer-2"}  # some were handed over
