@@ -134,11 +134,25 @@ class RealFIFOConsumer:
     # -- processing -----------------------------------------------------------------------------
 
     def handle(self, deltas: Deltas, is_in_initial_list: bool) -> None:
-        """client-go ``handleDeltas``: errors are logged, the deltas dropped."""
+        """client-go ``handleDeltas``: errors are logged, the deltas dropped. A lone add or
+        update (a watch event) takes an inlined copy of :func:`process_deltas`'s path."""
         try:
             with self._block:
-                process_deltas(self, self._indexer, deltas, is_in_initial_list,
-                               deletion_handling_meta_namespace_key_func)
+                delta_type, obj = deltas[0]
+                if len(deltas) == 1 and delta_type in _STORED:
+                    indexer = self._indexer
+                    key = deletion_handling_meta_namespace_key_func(obj)
+                    old = indexer.get_by_key(key)
+                    indexer.update(obj, key=key)
+                    if self._detector is not None:
+                        self._detector.add_object(obj)
+                    if old is None:
+                        self._distribute((ADD, obj, is_in_initial_list), False)
+                    else:
+                        self._distribute((UPDATE, old, obj), _rv(old) == _rv(obj))
+                else:
+                    process_deltas(self, self._indexer, deltas, is_in_initial_list,
+                                   deletion_handling_meta_namespace_key_func)
         except Exception:
             logger.exception("%s: failed to apply %s; it is dropped", self._name,
                              _describe(deltas))
@@ -234,6 +248,7 @@ class DeltaFIFOConsumer(RealFIFOConsumer):
 
 
 _DELETED = DeltaType.DELETED
+_STORED = frozenset({DeltaType.ADDED, DeltaType.UPDATED, DeltaType.REPLACED, DeltaType.SYNC})
 
 
 def _describe(deltas: Deltas) -> str:

@@ -45,6 +45,7 @@ _SYNC = DeltaType.SYNC
 _REPLACED_ALL = DeltaType.REPLACED_ALL
 _SYNC_ALL = DeltaType.SYNC_ALL
 _BOOKMARK = DeltaType.BOOKMARK
+_STORED = frozenset({_ADDED, _UPDATED, _REPLACED, _SYNC})
 
 
 class DeltaHandler(Protocol):
@@ -78,7 +79,15 @@ def process_deltas(
         KeyFuncError, IndexFuncError: from the store; the deltas after it are not applied.
     """
     for delta_type, obj in deltas:
-        if delta_type is _DELETED:
+        if delta_type in _STORED:  # the common case first
+            key = key_func(obj)
+            old = store.get_by_key(key)
+            store.update(obj, key=key)
+            if old is not None:
+                handler.on_update(old, obj)
+            else:
+                handler.on_add(obj, is_in_initial_list)
+        elif delta_type is _DELETED:
             store.delete(obj)
             handler.on_delete(obj)
         elif delta_type is _REPLACED_ALL:
@@ -93,14 +102,6 @@ def process_deltas(
             if not isinstance(obj, BookmarkInfo):
                 raise TypeError(f"bookmark delta did not contain BookmarkInfo: {type(obj)}")
             store.bookmark(obj.resource_version)
-        else:
-            key = key_func(obj)
-            old = store.get_by_key(key)
-            store.update(obj, key=key)
-            if old is not None:
-                handler.on_update(old, obj)
-            else:
-                handler.on_add(obj, is_in_initial_list)
 
 
 def process_deltas_in_batch(

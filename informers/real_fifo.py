@@ -267,6 +267,13 @@ class RealFIFO:
         Raises:
             KeyFuncError: no key can be computed (including for an empty ``Deltas``).
         """
+        if obj.__class__ is dict:  # the common case: an object
+            try:
+                return self._key_func(obj)
+            except KeyFuncError:
+                raise
+            except Exception as err:
+                raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
         if isinstance(obj, list):
             if not obj:
                 raise KeyFuncError("0 length Deltas object; can't get key", obj)
@@ -299,7 +306,8 @@ class RealFIFO:
     def _event(self, action: DeltaType, obj: Any) -> None:
         with self._lock:
             self._populated = True
-            self._check_synced_locked()
+            if not self._synced:
+                self._check_synced_locked()
             delta = self._delta_locked(action, obj, transform=True)
             consumer = self._idle_consumer_locked()
             self._append_locked(delta, notify=consumer is None)
@@ -383,8 +391,8 @@ class RealFIFO:
         applied (client-go ``addToItems_locked``)."""
         self.key_of(obj)
         transformer = self._transformer
-        if transform and transformer is not None and not isinstance(
-                obj, DeletedFinalStateUnknown):
+        if transform and transformer is not None and (
+                obj.__class__ is dict or not isinstance(obj, DeletedFinalStateUnknown)):
             obj = transformer(obj)
         return Delta(action, obj)
 
@@ -464,9 +472,8 @@ class RealFIFO:
                 metrics.queued_items.set(len(items))
             try:
                 if len(batch) == 1:
-                    return self._process_locked(
-                        lambda: process_single(batch, is_in_initial_list))
-                return self._process_locked(lambda: process_batch(batch, is_in_initial_list))
+                    return self._process_locked(process_single, batch, is_in_initial_list)
+                return self._process_locked(process_batch, batch, is_in_initial_list)
             finally:
                 self._processed_locked(len(batch))
 
@@ -498,13 +505,18 @@ class RealFIFO:
         if metrics is not None:
             metrics.queued_items.set(len(items))
         try:
-            return self._process_locked(lambda: process([delta], is_in_initial_list))
+            return self._process_locked(process, [delta], is_in_initial_list)
         finally:
-            self._processed_locked(1)
+            if self._initial_population_count:
+                self._processed_locked(1)
 
-    def _process_locked(self, process: Callable[[], T]) -> T:
-        """Run ``process``, without the lock when ``unlock_while_processing`` and fewer than
-        two batches are queued (client-go ``whileProcessing_locked``); record its latency."""
+    def _process_locked(
+        self, process: Callable[[builtins.list[Delta], bool], T], deltas: builtins.list[Delta],
+        is_in_initial_list: bool,
+    ) -> T:
+        """Run ``process(deltas, is_in_initial_list)``, without the lock when
+        ``unlock_while_processing`` and fewer than two batches are queued (client-go
+        ``whileProcessing_locked``); record its latency."""
         metrics = self._metrics
         depth = len(self._items)
         timed = metrics is not None or depth > _SLOW_DEPTH
@@ -513,7 +525,7 @@ class RealFIFO:
         if unlock:
             self._lock.release()
         try:
-            return process()
+            return process(deltas, is_in_initial_list)
         finally:
             if unlock:
                 self._lock.acquire()
