@@ -1293,3 +1293,29 @@ def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, ca
     assert all(b'"managedFields"' not in v for k, v in caches[0].items() if k != last)
     assert orjson.loads(caches[0][last])["spec"]["template"] == nested["spec"]["template"]
     assert [r.getMessage() for r in caplog.records if r.name == "informers.client.decoder"] == []
+
+
+def test_SharedInformerWatchDisruption(make) -> None:
+    """client-go v0.36 shared_informer_test.go TestSharedInformerWatchDisruption: after a
+    resync tick unmarked the non-resyncing listener, a relist brings it only what changed
+    (pod2 modified, pod3 added while the watch was down); the resyncing one gets pod1 too."""
+    clock = FakeClock()
+    inf, _ = make(start=False, resync_period=1.0, clock=clock)
+    no_resync, resync = Recorder(), Recorder()
+    inf.add_event_handler(no_resync, resync_period=0)
+    inf.add_event_handler(resync, resync_period=1.0)
+    r = Running(inf)
+    try:
+        r.fifo.replace([pod("pod1", "1"), pod("pod2", "2")], "2")
+        for rec in (no_resync, resync):
+            assert {e[1] for e in rec.wait_for(2)} == {"pod1", "pod2"}
+            rec.events.clear()
+        clock.step(1.0)
+        assert r.informer.stub.should_resync() is True  # unmarks no_resync
+        r.fifo.replace([pod("pod1", "1"), pod("pod2", "4"), pod("pod3", "3")], "4")
+        r.fifo.add(pod("marker", "5"))
+        assert {e[1] for e in no_resync.wait_for(3)} == {"pod2", "pod3", "marker"}
+        assert {e[1] for e in resync.wait_for(4)} == {"pod1", "pod2", "pod3", "marker"}
+        assert len(no_resync.events) == 3
+    finally:
+        r.stop()
