@@ -45,6 +45,14 @@ class DeltaType(str, enum.Enum):
     """A relist found the object (only with ``emit_delta_type_replaced=True``; else ``SYNC``)."""
     SYNC = "Sync"
     """A periodic resync, or a relist with ``emit_delta_type_replaced=False``."""
+    REPLACED_ALL = "ReplacedAll"
+    """A whole relist as one delta (a :class:`~informers.real_fifo.RealFIFO` with atomic events;
+    its object is a :class:`~informers.real_fifo.ReplacedAllInfo`)."""
+    SYNC_ALL = "SyncAll"
+    """A whole resync as one delta (a RealFIFO with atomic events)."""
+    BOOKMARK = "Bookmark"
+    """A watch bookmark (a RealFIFO with ``emit_delta_type_bookmark``; its object is a
+    :class:`~informers.real_fifo.BookmarkInfo`)."""
 
     def __str__(self) -> str:
         return self.value

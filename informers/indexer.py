@@ -73,6 +73,18 @@ _Packed = Any
 """How an object's :data:`_Values` are remembered (:func:`_pack`): ``str | _Values``."""
 
 
+def _rv_of(obj: Any) -> str | None:
+    """``metadata.resourceVersion`` of an object with metadata (``""`` when unset); ``None``
+    for anything else, which leaves the store's resourceVersion alone (client-go
+    ``rvFromObject`` fails on non-meta objects)."""
+    if obj.__class__ is dict:
+        meta = obj.get("metadata")
+        if meta.__class__ is dict:
+            rv = meta.get("resourceVersion", "")
+            return rv if rv.__class__ is str else str(rv)
+    return None
+
+
 def _pack(values: _Values) -> _Packed:
     """``values`` in the form remembered per key: the value itself when there is one index
     and it gave exactly one ``str`` (the namespace index: usually the very string held in the
@@ -253,11 +265,14 @@ class Indexer:
                 raise
             except Exception as err:
                 raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+        rv = _rv_of(obj)
         indexes = self._index_list
         if not indexes:
             with self._lock:
                 if not self._index_list:
                     self._items[key] = obj
+                    if rv is not None:
+                        self._rv = rv
                     return
             indexes = self._index_list  # add_indexers ran meanwhile: take the slow path
         # Index values are computed outside the lock; the lock only covers dict/set work.
@@ -280,6 +295,8 @@ class Indexer:
                 values = _compute(indexes, key, obj)
                 packed = _pack(values)
             self._items[key] = obj
+            if rv is not None:
+                self._rv = rv
             key_values = self._key_values
             old = key_values.get(key)
             if old == packed:
@@ -298,9 +315,15 @@ class Indexer:
     """Insert or replace ``obj`` under its key and index it (the same method as :meth:`update`)."""
 
     def delete(self, obj: Any) -> None:
-        """Remove the object under ``obj``'s key (a tombstone's key works); absent keys: no-op."""
+        """Remove the object under ``obj``'s key (a tombstone's key works); absent keys: no-op.
+
+        ``obj``'s resourceVersion (the one of the deletion) becomes the store's, even if the
+        key was absent; a tombstone's does not (client-go ``DeleteWithObject``)."""
         key = self._key(obj)
+        rv = _rv_of(obj)
         with self._lock:
+            if rv is not None:
+                self._rv = rv
             if self._items.pop(key, _MISSING) is _MISSING:
                 return
             old = self._key_values.pop(key, None)
@@ -309,18 +332,25 @@ class Indexer:
                     if prev:
                         idx.remove(key, prev)
 
-    def replace(self, objects: Iterable[Any], resource_version: str = "") -> None:
+    def replace(
+        self, objects: Iterable[Any], resource_version: str = "", *,
+        keys: Iterable[str] | None = None,
+    ) -> None:
         """Swap the whole content for ``objects`` and rebuild every index from scratch.
 
         The new map and indices are built before the lock is taken, then swapped in at once,
         so readers see either the old or the new content. A later object with the same key
-        as an earlier one wins.
+        as an earlier one wins. ``keys``, when given, are the objects' keys in order (as the
+        key function gives them; not checked), which saves computing them again.
 
         Raises:
             KeyFuncError, IndexFuncError: before anything is changed.
         """
         items: dict[str, Any] = {}
         key_func = self._key_func
+        if keys is not None:
+            items = dict(zip(keys, objects, strict=True))
+            objects = ()
         for obj in objects:
             try:
                 key = key_func(obj)
@@ -373,9 +403,19 @@ class Indexer:
             return key in self._items
 
     def last_store_sync_resource_version(self) -> str:
-        """The ``resource_version`` given to the last :meth:`replace`, ``""`` before any."""
+        """The resourceVersion of the last write (client-go ``LastStoreSyncResourceVersion``):
+        of the object last added, updated or deleted, the one given to the last
+        :meth:`replace` or :meth:`bookmark`; ``""`` before any. Objects without ``metadata``
+        (and tombstones) leave it unchanged. Opaque: compare it only with
+        :func:`informers.resource_version.compare_resource_version`."""
         with self._lock:
             return self._rv
+
+    def bookmark(self, resource_version: str) -> None:
+        """Record ``resource_version`` as the store's last (client-go ``Bookmark``): a watch
+        bookmark says nothing changed up to it."""
+        with self._lock:
+            self._rv = resource_version
 
     # -- index queries -------------------------------------------------------------------------
 

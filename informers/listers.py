@@ -95,6 +95,13 @@ class Lister:
             raise NotFoundError(self.resource.group_resource, name)
         return obj
 
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the cache's last write (client-go v0.36
+        ``LastStoreSyncResourceVersion``; see
+        :meth:`informers.indexer.Indexer.last_store_sync_resource_version`). Read it *before*
+        the objects: what is listed afterwards is at least that recent."""
+        return self.indexer.last_store_sync_resource_version()
+
     def by_namespace(self, namespace: str) -> NamespaceLister:
         """A lister restricted to ``namespace`` (``""``: all namespaces)."""
         return NamespaceLister(self.indexer, self.resource, namespace)

@@ -136,7 +136,10 @@ class ProcessorListener:
         self.requested_resync_period = requested_resync_period
         self.resync_period = resync_period
         self.next_resync = now + resync_period
-        self.syncing = False
+        # client-go sharedProcessor.addListener: "p.listeners[listener] = true". A listener gets
+        # sync updates (a relist of unchanged objects) until the first resync tick decides;
+        # with no resync period there is no tick, so it always gets them.
+        self.syncing = True
         self.name = name
         self._clock = clock
         self._upstream_has_synced = upstream_has_synced

@@ -3,7 +3,11 @@
 client-go ``tools/cache/shared_informer.go`` (``sharedIndexInformer``) and the parts of
 ``controller.go`` it runs (``processDeltas``, the process loop). The data flow is::
 
-    Reflector --(add/update/delete/replace/resync)--> DeltaFIFO --pop--> indexer --> listeners
+    Reflector --(add/update/delete/replace/resync/bookmark)--> RealFIFO --pop--> indexer
+        --> listeners
+
+with a :class:`~informers.delta_fifo.DeltaFIFO` instead when the informer is created with
+``queue=InformerQueue.DELTA_FIFO`` (:mod:`informers.informer_queue`).
 """
 
 from __future__ import annotations
@@ -15,23 +19,25 @@ from collections.abc import Callable
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
-from informers.delta_fifo import DeltaFIFO, Deltas, DeltaType, TransformFunc
-from informers.errors import FIFOClosedError, InformerStartedError, InformerStoppedError
+from informers.delta_fifo import DeltaFIFO, TransformFunc
+from informers.errors import InformerStartedError, InformerStoppedError
+from informers.fifo_metrics import InformerNameAndResource
 from informers.handlers import ResourceEventHandler
 from informers.indexer import Indexer
+from informers.informer_queue import DeltaFIFOConsumer, InformerQueue, RealFIFOConsumer
 from informers.keys import Indexers, deletion_handling_meta_namespace_key_func
 from informers.list_watch import ListWatch
 from informers.memory import InitialSyncGC, MemoryTuning
 from informers.mutation_detector import CacheMutationDetector, mutation_detection_enabled
 from informers.processor_listener import (
     ADD,
-    DELETE,
-    UPDATE,
     ProcessorListener,
     determine_resync_period,
 )
+from informers.real_fifo import RealFIFO
 from informers.reflector import Reflector, ReflectorMetrics
 from informers.reflector_options import ReflectorOptions
+from informers.resource_version import ResourceVersionWaiter
 from informers.shared_processor import SharedProcessor
 from informers.synchronous_listener import SynchronousListener
 
@@ -46,9 +52,6 @@ logger = logging.getLogger(__name__)
 
 MINIMUM_RESYNC_PERIOD = 1.0
 """Seconds; smaller handler periods are raised to it (client-go ``minimumResyncPeriod``)."""
-
-_DELETED = DeltaType.DELETED
-
 
 def strip_managed_fields(obj: Any) -> Any:
     """The default transform: drop ``metadata.managedFields`` in place and return ``obj``.
@@ -69,20 +72,6 @@ class _Default:
 
 
 _DEFAULT_TRANSFORM: Any = _Default()
-
-
-def _key_of(obj: Any) -> str:
-    try:
-        return deletion_handling_meta_namespace_key_func(obj)
-    except Exception:
-        return "<unknown key>"
-
-
-def _rv(obj: Any) -> Any:
-    try:
-        return obj["metadata"].get("resourceVersion")
-    except Exception:
-        return None
 
 
 class ResourceEventHandlerRegistration:
@@ -119,13 +108,22 @@ class SharedIndexInformer:
 
     Contract:
 
-    * **One writer.** Only the consumer of the :class:`~informers.delta_fifo.DeltaFIFO` writes
-      the indexer: it pops each key's deltas (under the FIFO's lock), writes the indexer, and
-      only then queues notifications, so a handler reading the cache sees the new state or
-      newer. Everyone else reads through :meth:`get_indexer` or a lister. The consumer is the
-      thread ``informer-<name>-process``; when it waits on an empty FIFO, the watch thread
-      applies its own event in its place (the FIFO's ``direct_handoff``, which saves a thread
-      wake-up per event); either way one key at a time, in FIFO order.
+    * **One writer.** Only the consumer of the queue writes the indexer: it pops, writes the
+      indexer, and only then queues notifications, so a handler reading the cache sees the new
+      state or newer. Everyone else reads through :meth:`get_indexer` or a lister. The
+      consumer is the thread ``informer-<name>-process``; when it waits on an empty queue,
+      the watch thread applies its own event in its place (the FIFO's ``direct_handoff``,
+      which saves a thread wake-up per event); either way one pop at a time, in queue order.
+    * **Ordering** (default queue, :class:`~informers.real_fifo.RealFIFO`, client-go v0.36):
+      every handler sees the changes of every key in the order the watch delivered them,
+      nothing merged. A relist swaps the cache in one step (a lister sees the old or the new
+      set, never a mix), then notifies: deletions (tombstones) first, then updates and adds
+      in list order (:mod:`informers.process_deltas`). With ``queue=InformerQueue.DELTA_FIFO``
+      (before Kubernetes 1.33): a key's queued changes are merged and a relist is applied one
+      object at a time.
+    * **Read-your-writes.** :meth:`last_store_sync_resource_version` is the resourceVersion
+      of the cache's last write; :meth:`wait_for_resource_version` waits until the cache has
+      caught up with a write the caller made.
     * **Shared objects.** Cached objects and those passed to handlers are the same dicts; do
       not mutate them (see :mod:`informers.mutation_detector` for a debug check).
     * **Staleness.** The cache lags the server by the watch latency plus the queue; after a
@@ -136,9 +134,10 @@ class SharedIndexInformer:
       ``synchronous`` is called by the cache's writer itself
       (:class:`~informers.synchronous_listener.SynchronousListener`).
     * **Sync updates.** An update whose old and new resourceVersion are equal (a resync, or a
-      relist of an unchanged object) goes only to handlers whose resync period is due at the
-      last resync tick (client-go ``OnUpdate``/``distribute``); every other notification goes to
-      every handler.
+      relist of an unchanged object) goes only to handlers marked syncing (client-go
+      ``OnUpdate``/``distribute``): every handler is until the first resync tick, which keeps
+      only those whose resync period is due (so without a resync period, every handler gets
+      them); every other notification goes to every handler.
     * **Transform** (default :func:`strip_managed_fields`) runs exactly once per incoming
       object, when the FIFO queues it; never on resync ``Sync`` deltas or tombstones. With
       the default (or :func:`strip_managed_fields` itself) and a ListWatch that supports it
@@ -185,6 +184,11 @@ class SharedIndexInformer:
             :class:`~informers.memory.MemoryTuning`); ``None`` (default) touches neither.
         reflector_options: passed to the :class:`~informers.reflector.Reflector`
             (:class:`~informers.reflector_options.ReflectorOptions`; default client-go's).
+        queue: :attr:`~informers.informer_queue.InformerQueue.REAL_FIFO` (default, client-go
+            v0.36) or :attr:`~informers.informer_queue.InformerQueue.DELTA_FIFO` (the classic
+            queue of Kubernetes before 1.33).
+
+    An explicit ``name`` also names the queue's metrics (:mod:`informers.fifo_metrics`).
     """
 
     def __init__(
@@ -200,13 +204,20 @@ class SharedIndexInformer:
         mutation_failure_func: Callable[[str], None] | None = None,
         memory_tuning: MemoryTuning | None = None,
         reflector_options: ReflectorOptions | None = None,
+        queue: InformerQueue | str = InformerQueue.REAL_FIFO,
     ) -> None:
+        self._queue_kind = InformerQueue(queue)
         self._list_watch = list_watch
         resource = getattr(list_watch, "resource", None)
         self._resource = resource
         self.name = name or (resource.group_resource if resource is not None else "informer")
+        self._identifier = None if not name else InformerNameAndResource(
+            name, *((resource.group, resource.version, resource.plural)
+                    if resource is not None else ()))
         self._clock = clock
         self._indexer = Indexer(deletion_handling_meta_namespace_key_func, indexers)
+        self._waiter = ResourceVersionWaiter(
+            self._indexer.last_store_sync_resource_version, clock)
         self._processor = SharedProcessor(clock=clock)
         self._transform: TransformFunc | None = (
             strip_managed_fields if transform is _DEFAULT_TRANSFORM else transform
@@ -225,7 +236,7 @@ class SharedIndexInformer:
         self._block_deltas = threading.RLock()
         self._started = False
         self._stopped = False
-        self._fifo: DeltaFIFO | None = None
+        self._fifo: DeltaFIFO | RealFIFO | None = None
         self._reflector: Reflector | None = None
         self._listener_count = 0
 
@@ -408,6 +419,35 @@ class SharedIndexInformer:
         reflector = self._reflector
         return reflector.last_sync_resource_version() if reflector is not None else ""
 
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion of the cache's last write: the last object stored or deleted,
+        relist or bookmark (client-go v0.36 ``GetStore().LastStoreSyncResourceVersion()``;
+        advances with every watch event applied, unlike :meth:`last_sync_resource_version`,
+        which the reflector sets before the queue was drained). ``""`` before any."""
+        return self._indexer.last_store_sync_resource_version()
+
+    def wait_for_resource_version(self, resource_version: str, timeout: float | None) -> bool:
+        """Wait until the cache has caught up with ``resource_version`` (read-your-writes).
+
+        ``resource_version`` is typically that of an object this process just created,
+        updated or deleted; once this returns ``True`` the cache reflects that write or newer
+        ones (including for other objects of the resource). Caveats: resourceVersions are
+        opaque except for what Kubernetes 1.35+ guarantees: well-formed ones of the *same
+        resource* compare as integers
+        (:func:`~informers.resource_version.compare_resource_version`); a server that does not
+        use them (some aggregated API servers) never satisfies the wait. The cache only
+        advances with what its watch delivers, so a write the informer's selectors exclude
+        is seen only through later events or bookmarks; a cache that stopped never catches
+        up. Handler notifications may still be queued when this returns.
+
+        Returns:
+            ``True`` when caught up, ``False`` after ``timeout`` seconds (``None``: no limit).
+
+        Raises:
+            InvalidResourceVersionError: ``resource_version`` is not well formed.
+        """
+        return self._waiter.wait(resource_version, timeout)
+
     def last_sync_error(self) -> BaseException | None:
         """The reflector's last list-or-watch error (``None`` before :meth:`run` or before any
         error); it is not cleared by a later success, so read it with :meth:`has_synced`."""
@@ -444,7 +484,7 @@ class SharedIndexInformer:
             return lw.with_drop_managed_fields(True)
         return lw
 
-    def _new_reflector(self, fifo: DeltaFIFO) -> Reflector:
+    def _new_reflector(self, fifo: DeltaFIFO | RealFIFO) -> Reflector:
         resource = self._resource
         return Reflector(
             self._reflector_list_watch(),
@@ -474,14 +514,18 @@ class SharedIndexInformer:
                 return
             tuning = self._memory_tuning
             initial_gc = InitialSyncGC(self.name, tuning) if tuning is not None else None
-            fifo = DeltaFIFO(
-                key_func=deletion_handling_meta_namespace_key_func,
-                known_objects=self._indexer,
-                emit_delta_type_replaced=True,
-                transformer=self._transform,
-                direct_handoff=True,
-                initial_population_hook=initial_gc,
-            )
+            consumer_args = (self._indexer, self._processor.distribute, self._block_deltas,
+                             self._detector, self._waiter, self.name)
+            fifo: DeltaFIFO | RealFIFO
+            loop: Callable[[Any, threading.Event], None]
+            if self._queue_kind is InformerQueue.DELTA_FIFO:
+                classic = DeltaFIFOConsumer(*consumer_args)
+                fifo = classic.new_fifo(self._indexer, self._transform, initial_gc)
+                loop = classic.loop
+            else:
+                consumer = RealFIFOConsumer(*consumer_args)
+                fifo = consumer.new_fifo(self._transform, initial_gc, self._identifier)
+                loop = consumer.loop
             reflector = self._new_reflector(fifo)
             self._fifo = fifo
             self._reflector = reflector
@@ -500,7 +544,7 @@ class SharedIndexInformer:
         self._processor.run()
         process_halt = threading.Event()
         process_thread = threading.Thread(
-            target=self._process_loop,
+            target=loop,
             args=(fifo, process_halt),
             name=f"informer-{self.name}-process",
             daemon=True,
@@ -523,52 +567,6 @@ class SharedIndexInformer:
             detector_stop.set()
             if detector_thread is not None:
                 detector_thread.join()
-
-    def _process_loop(self, fifo: DeltaFIFO, halt: threading.Event) -> None:
-        """Pop and apply deltas until ``halt`` is set or the FIFO is closed and empty (the
-        thread ``informer-<name>-process``)."""
-        pop = fifo.pop_keyed
-        handle = self._handle_deltas
-        while not halt.is_set():
-            try:
-                pop(handle)
-            except FIFOClosedError:
-                return
-            except Exception:
-                logger.exception("%s: failed to apply deltas; they are dropped", self.name)
-
-    def _handle_deltas(self, key: str, deltas: Deltas, is_in_initial_list: bool) -> None:
-        """Apply one key's deltas to the cache, then queue notifications (client-go
-        ``HandleDeltas`` + ``processDeltas``). Runs under the FIFO lock and ``_block_deltas``.
-
-        A new object is stored under ``key``, the FIFO's string, when it equals the object's
-        own key (computed again: a transform may have changed it), so cache and queue share
-        one string per object."""
-        indexer = self._indexer
-        distribute = self._processor.distribute
-        detector = self._detector
-        with self._block_deltas:
-            try:
-                for delta_type, obj in deltas:
-                    if delta_type is _DELETED:
-                        indexer.delete(obj)
-                        distribute((DELETE, obj, None), False)
-                        continue
-                    own = deletion_handling_meta_namespace_key_func(obj)
-                    old = indexer.get_by_key(own)
-                    indexer.update(obj, key=key if own == key else own)
-                    if detector is not None:
-                        detector.add_object(obj)
-                    if old is None:
-                        distribute((ADD, obj, is_in_initial_list), False)
-                    else:
-                        distribute((UPDATE, old, obj), _rv(old) == _rv(obj))
-            except Exception:
-                logger.exception(
-                    "%s: failed to apply the deltas of %s; the rest of them are dropped",
-                    self.name,
-                    _key_of(deltas[-1].object if deltas else None),
-                )
 
     def __repr__(self) -> str:
         return f"<SharedIndexInformer {self.name}>"

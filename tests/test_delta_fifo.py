@@ -72,7 +72,8 @@ def wait_until(predicate, timeout=5.0):
 
 
 def test_delta_types_equal_client_go_strings():
-    assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted", "Replaced", "Sync"]
+    assert [t.value for t in DeltaType] == [
+        "Added", "Updated", "Deleted", "Replaced", "Sync", "ReplacedAll", "SyncAll", "Bookmark"]
     assert DeltaType.ADDED == "Added"
     assert str(DeltaType.SYNC) == "Sync"
     assert f"{DeltaType.REPLACED}" == "Replaced"

@@ -498,3 +498,92 @@ def test_memo_reuses_unchanged_pods_and_gives_the_same_result(monkeypatch):
     third = compute_subsets(copy.deepcopy(service), pods, memo)
     assert computed_for == ["p0", "p1", "v6"]
     assert third == second
+
+
+# -- kubernetes v1.36.3 pkg/controller/endpoint/endpoints_controller_test.go --------------------
+
+
+def _test_pod(namespace, pod_id, families):
+    """``testPod(namespace, id, 1, true, ipFamilies)``."""
+    ips = [f"1.2.{3 + (4 + pod_id) // 256}.{(4 + pod_id) % 256}" if f == "IPv4"
+           else f"2000::{4 + pod_id:x}" for f in families]
+    return {
+        "apiVersion": "v1",
+        "metadata": {"namespace": namespace, "name": f"pod{pod_id}", "labels": {"foo": "bar"},
+                     "resourceVersion": str(pod_id)},
+        "spec": {"containers": [{"ports": [{"name": "port0", "containerPort": 8080}]}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                   "podIPs": [{"ip": ip} for ip in ips], "podIP": ips[0]},
+    }
+
+
+def _add_bad_ip_pod(namespace, families):
+    """``addBadIPPod``: a leading "0" on the first pod IP (``01.2.3.4``, ``02000::4``)."""
+    pod = _test_pod(namespace, 0, families)
+    pod["status"]["podIPs"][0]["ip"] = "0" + pod["status"]["podIPs"][0]["ip"]
+    pod["status"]["podIP"] = pod["status"]["podIPs"][0]["ip"]
+    return pod
+
+
+V4, V6 = ["IPv4"], ["IPv6"]
+V4V6, V6V4 = ["IPv4", "IPv6"], ["IPv6", "IPv4"]
+
+
+@pytest.mark.parametrize(
+    ("name", "ip_families", "cluster_ip", "service_families", "expected_family"),
+    [
+        ("v4 service, in a single stack cluster", V4, "10.0.0.1", V4, "IPv4"),
+        ("v4 service, in a dual stack cluster", V4V6, "10.0.0.1", V4, "IPv4"),
+        ("v4 service, in a dual stack ipv6-primary cluster", V6V4, "10.0.0.1", V4, "IPv4"),
+        ("v4 headless service, in a single stack cluster", V4, "None", V4, "IPv4"),
+        ("v4 headless service, in a dual stack cluster", V4V6, "None", V4, "IPv4"),
+        ("v6 service, in a dual stack cluster", V4V6, "3000::1", V6, "IPv6"),
+        ("v6 headless service, in a single stack cluster", V6, "None", V6, "IPv6"),
+        ("v6 headless service, in a dual stack cluster", V4V6, "None", V6, "IPv6"),
+        ("v6 service, in a v4 only cluster", V4, "3000::1", V6, None),  # expectError
+    ],
+)
+def test_PodToEndpointAddressForService(name, ip_families, cluster_ip, service_families,
+                                        expected_family):
+    pod = _add_bad_ip_pod("test", ip_families)
+    service = {"spec": {"clusterIP": cluster_ip, "ipFamilies": service_families}}
+    epa = pod_to_endpoint_address(service, pod)
+    if expected_family is None:
+        assert epa is None  # Go: "failed to find a matching endpoint for service"
+        return
+    assert is_ipv6_string(epa["ip"]) == (expected_family == "IPv6")
+    assert not epa["ip"].startswith("0")
+    # the bad IP was fixed up, as Go's ParseIPSloppy + IP.String() do
+    assert epa["ip"] == {"IPv4": "1.2.3.4", "IPv6": "2000::4"}[expected_family]
+    assert epa["nodeName"] == ""
+    assert epa["targetRef"] == {"kind": "Pod", "namespace": "test", "name": "pod0"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("02000::4", (6, "2000::4")),
+        ("0002000::0004", (6, "2000::4")),
+        ("::ffff:01.2.3.4", (4, "1.2.3.4")),
+        ("1:2:3:4:5:6:1.2.3.4", (6, "1:2:3:4:5:6:102:304")),
+        ("::", (6, "::")),
+        ("1::", (6, "1::")),
+        ("1:2:3:4:5:6:7:8", (6, "1:2:3:4:5:6:7:8")),
+        ("0001.0002.0003.0004", (4, "1.2.3.4")),
+        ("10000::1", None),  # a group over 0xFFFF
+        ("1:2:3:4:5:6:7:8::", None),  # an ellipsis standing for no group
+        ("1::2::3", None),
+        ("1:2:3:4:5:6:7", None),
+        ("1.2.3", None),
+        ("1.2.3.4.", None),
+        ("256.1.1.1", None),
+        ("1:2:3:4:5:1.2.3.4", None),  # a trailing IPv4 in the wrong place
+        ("fe80::1%eth0", None),
+        ("12345", None),
+        ("", None),
+    ],
+)
+def test_parse_ip_sloppy_follows_go_1_16_net_parse_ip(text, expected):
+    from controllers.endpoint.ip_sloppy import parse_ip_sloppy
+
+    assert parse_ip_sloppy(text) == expected

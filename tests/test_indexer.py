@@ -104,11 +104,11 @@ def test_resync_is_a_noop():
     assert s.list_keys() == ["default/a"]
 
 
-def test_last_store_sync_resource_version_starts_empty():
+def test_last_store_sync_resource_version_follows_every_write():
     s = Indexer()
     assert s.last_store_sync_resource_version() == ""
     s.add(pod("a", rv="10"))
-    assert s.last_store_sync_resource_version() == ""
+    assert s.last_store_sync_resource_version() == "10"
     s.replace([], "11")
     assert s.last_store_sync_resource_version() == "11"
 
@@ -290,7 +290,7 @@ def test_index_function_failure_names_key_and_index_and_changes_nothing():
     with pytest.raises(IndexFuncError, match="on index 'picky'"):
         s.replace([pod("x"), pod("bad")], "5")
     assert s.list_keys() == ["default/good"]
-    assert s.last_store_sync_resource_version() == ""
+    assert s.last_store_sync_resource_version() == "1"  # still good's
 
     with pytest.raises(IndexFuncError, match="query object on index 'picky': boom"):
         s.index("picky", pod("bad"))
@@ -643,3 +643,69 @@ def test_index_query_matches_model(objs, query_tags):
     want = sorted(k for k, o in model.items() if set(_tags(o)) & set(query_tags))
     got = s.index("tags", _obj("q", "", query_tags))
     assert sorted(map(meta_namespace_key_func, got)) == want
+
+
+# -- the resourceVersion of the last write (client-go v0.36 thread_safe_store_test.go) ----------
+
+
+def _rv_obj(key, rv):
+    return {"metadata": {"name": key, "resourceVersion": rv}}
+
+
+def _rv_key(obj):
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return obj.key
+    return obj if isinstance(obj, str) else obj["metadata"]["name"]
+
+
+def test_ThreadSafeStoreRV_initial_state():
+    assert Indexer().last_store_sync_resource_version() == ""
+
+
+def test_ThreadSafeStoreRV_add_update_and_delete():
+    store = Indexer(_rv_key)
+    store.add(_rv_obj("key1", "10"))
+    assert store.last_store_sync_resource_version() == "10"
+    store.add(_rv_obj("key3", "10"))
+    assert store.last_store_sync_resource_version() == "10"
+    store.add(_rv_obj("key4", "20"))
+    assert store.last_store_sync_resource_version() == "20"
+    store.delete(_rv_obj("key4", "30"))  # an earlier object deleted at a newer RV
+    assert store.last_store_sync_resource_version() == "30"
+    store.add("just a string")  # non-meta object: unchanged
+    assert store.last_store_sync_resource_version() == "30"
+    store.add(_rv_obj("key6", "40"))
+    assert store.last_store_sync_resource_version() == "40"
+    store.delete(DeletedFinalStateUnknown("key6", None))  # no object: unchanged
+    assert store.last_store_sync_resource_version() == "40"
+
+
+def test_ThreadSafeStoreRV_replace():
+    store = Indexer(_rv_key)
+    store.add(_rv_obj("key1", "10"))
+    assert store.last_store_sync_resource_version() == "10"
+    store.replace([_rv_obj("key3", "40"), _rv_obj("key2", "30")], "50")
+    assert store.last_store_sync_resource_version() == "50"
+
+
+def test_ThreadSafeStoreRV_delete():
+    store = Indexer(_rv_key)
+    store.add(_rv_obj("key1", "10"))
+    store.delete(_rv_obj("key1", "20"))
+    assert store.last_store_sync_resource_version() == "20"
+
+
+def test_store_rv_with_indices_and_bookmark():
+    def by(obj):
+        if "bad" in obj:
+            raise RuntimeError("bad object")
+        return [obj["metadata"]["resourceVersion"]]
+
+    store = Indexer(_rv_key, {"by": by})
+    store.update(_rv_obj("a", "7"))
+    assert store.last_store_sync_resource_version() == "7"
+    store.bookmark("9")
+    assert store.last_store_sync_resource_version() == "9"
+    with pytest.raises(IndexFuncError):
+        store.update({**_rv_obj("b", "11"), "bad": True})  # nothing changed, RV included
+    assert store.last_store_sync_resource_version() == "9"

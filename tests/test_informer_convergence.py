@@ -13,7 +13,12 @@ faults no relist can mend an event lost there), then:
 2. replaying every event each handler received (add -> set, update -> set new, delete -> remove
    the key, unwrapping ``DeletedFinalStateUnknown``) reproduces exactly that state, and every
    event is consistent with the replayed state before it (an add of an absent key, an update
-   whose ``old`` is the state's current object, a delete of a present key).
+   whose ``old`` is the state's current object, a delete of a present key);
+3. every handler received the changes of each key in the order the watch delivered them: per
+   key, the resourceVersions it was shown never go back, and repeat only for a sync update
+   (old and new equal) or a relist's tombstone (the last known object). This holds for the
+   default RealFIFO (client-go v0.36) across relists in the middle of the bursts, which the
+   faults cause.
 
 The seed is fixed in the suite. ``KUBE_INFORMERS_CONVERGENCE_SEED=random`` (or an integer) picks
 another; every assertion message carries the seed, so a failing run can be replayed (thread
@@ -183,6 +188,29 @@ def replay(events: list[tuple[Any, ...]]) -> tuple[dict[str, Any], list[str], in
                 violations.append(f"#{i} delete of absent {key}")
             state.pop(key, None)
     return state, violations, tombstones
+
+
+def order_violations(events: list[tuple[Any, ...]]) -> list[str]:
+    """Where a key's notifications go back in resourceVersion (see the module docstring, 3)."""
+    last: dict[str, int] = {}
+    violations: list[str] = []
+    for i, event in enumerate(events):
+        kind, obj = event[0], event[-1]
+        repeat_ok = False
+        if kind == "delete" and isinstance(obj, DeletedFinalStateUnknown):
+            key, obj, repeat_ok = obj.key, obj.obj, True
+            if obj is None:
+                continue
+        else:
+            key = _key(obj)
+        if kind == "update" and _rv(event[1]) == _rv(obj):
+            repeat_ok = True
+        rv = int(_rv(obj))
+        prev = last.get(key)
+        if prev is not None and (rv < prev or (rv == prev and not repeat_ok)):
+            violations.append(f"#{i} {kind} of {key} at rv {rv} after rv {prev}")
+        last[key] = rv
+    return violations
 
 
 # -- the writers --------------------------------------------------------------------------------
@@ -451,6 +479,10 @@ def run_convergence(plan: Plan, seed: int) -> None:
             assert replayed == truth, (
                 f"{tag} {label} handler replay differs from the server: "
                 f"{_diff(truth, replayed)}")
+            out_of_order = order_violations(recorder.snapshot())
+            assert not out_of_order, (
+                f"{tag} {label} handler: {len(out_of_order)} notifications out of watch order: "
+                f"{out_of_order[:8]}")
 
         # the run exercised what it claims to (else the test could not fail)
         total = WriterStats()
@@ -494,3 +526,17 @@ def test_cache_and_handlers_converge_under_random_faults() -> None:
 @pytest.mark.skipif(not os.environ.get(LONG_ENV), reason=f"set {LONG_ENV}=1 for the long run")
 def test_cache_and_handlers_converge_under_random_faults_long() -> None:
     run_convergence(LONG, _seed())
+
+
+def test_order_violations_finds_a_key_going_back() -> None:
+    def p(name: str, rv: str) -> dict[str, Any]:
+        return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv}}
+
+    assert order_violations([
+        ("add", p("a", "1")), ("update", p("a", "1"), p("a", "1")),
+        ("delete", DeletedFinalStateUnknown("ns/a", p("a", "1"))), ("add", p("a", "3")),
+    ]) == []
+    assert order_violations([("add", p("a", "5")), ("update", p("a", "5"), p("a", "4"))]) == [
+        "#1 update of ns/a at rv 4 after rv 5"]
+    assert order_violations([("add", p("a", "5")), ("add", p("a", "5"))]) == [
+        "#1 add of ns/a at rv 5 after rv 5"]

@@ -155,3 +155,11 @@ def test_generic_lister_for_a_custom_resource() -> None:
     with pytest.raises(NotFoundError, match=r'widgets\.example\.com "ns/x" not found'):
         lister.by_namespace("ns").get("x")
     assert repr(lister) == "<Lister widgets.example.com>"
+
+
+def test_lister_exposes_the_store_resource_version_of_the_last_write():
+    indexer = Indexer()
+    lister = Lister(indexer, PODS)
+    assert lister.last_store_sync_resource_version() == ""
+    indexer.add({"metadata": {"namespace": "ns", "name": "a", "resourceVersion": "42"}})
+    assert lister.last_store_sync_resource_version() == "42"

@@ -296,7 +296,8 @@ def test_processor_distributes_sync_only_to_syncing_listeners() -> None:
     la, lb = _listener(a), _listener(b)
     processor.add_listener(la)
     processor.add_listener(lb)
-    la.syncing = True
+    assert la.syncing and lb.syncing  # client-go addListener: marked syncing at first
+    lb.syncing = False
     pod = _pod("x")
     processor.run()
     processor.distribute((UPDATE, pod, pod), True)

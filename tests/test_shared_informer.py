@@ -27,6 +27,7 @@ from informers.errors import (
     InformerStoppedError,
 )
 from informers.handlers import ResourceEventHandlerFuncs
+from informers.informer_queue import InformerQueue
 from informers.keys import NAMESPACE_INDEX, DeletedFinalStateUnknown, meta_namespace_index_func
 from informers.list_watch import ListWatch
 from informers.memory import MemoryTuning
@@ -180,8 +181,9 @@ def make():
 # -- the flow: list, watch events, fan-out --------------------------------------------------------
 
 
-def test_initial_list_then_events_fan_out_in_order_to_every_handler(make) -> None:
-    inf, _ = make(start=False)
+@pytest.mark.parametrize("queue", list(InformerQueue))
+def test_initial_list_then_events_fan_out_in_order_to_every_handler(make, queue) -> None:
+    inf, _ = make(start=False, queue=queue)
     a, b = Recorder(), Recorder()
     reg_a = inf.add_event_handler(a)
     reg_b = inf.add_event_handler(ResourceEventHandlerFuncs(
@@ -196,14 +198,23 @@ def test_initial_list_then_events_fan_out_in_order_to_every_handler(make) -> Non
         r.fifo.update(pod("p1", "12"))
         r.fifo.add(pod("p3", "13"))
         r.fifo.delete(pod("p2", "14"))
-        # DeltaFIFO order: keys in first-queued order, each key's deltas together.
-        expected = [
-            ("add", "p1", "10", True),
-            ("update", "p1", "10", "12"),
-            ("add", "p2", "11", True),
-            ("delete", "p2", "14"),
-            ("add", "p3", "13", False),
-        ]
+        if queue is InformerQueue.DELTA_FIFO:
+            # DeltaFIFO order: keys in first-queued order, each key's deltas together.
+            expected = [
+                ("add", "p1", "10", True),
+                ("update", "p1", "10", "12"),
+                ("add", "p2", "11", True),
+                ("delete", "p2", "14"),
+                ("add", "p3", "13", False),
+            ]
+        else:  # RealFIFO: the order the reflector reported
+            expected = [
+                ("add", "p1", "10", True),
+                ("add", "p2", "11", True),
+                ("update", "p1", "10", "12"),
+                ("add", "p3", "13", False),
+                ("delete", "p2", "14"),
+            ]
         assert a.wait_for(5) == expected
         assert b.wait_for(5) == expected
         assert inf.has_synced() and reg_a.has_synced() and reg_b.has_synced()
@@ -292,7 +303,8 @@ def test_is_in_initial_list_only_for_the_first_list(make) -> None:
     r.fifo.replace([pod("a", "1")], "1")
     r.drain()
     r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")  # a relist: b is new, not initial
-    assert rec.wait_for(2) == [("add", "a", "1", True), ("add", "b", "2", False)]
+    assert rec.wait_for(3) == [
+        ("add", "a", "1", True), ("update", "a", "1", "1"), ("add", "b", "2", False)]
 
 
 # -- late handlers --------------------------------------------------------------------------------
@@ -491,7 +503,13 @@ def test_resync_delivers_only_to_handlers_whose_period_is_due(make) -> None:
         r.stop()
 
 
-def test_relist_of_unchanged_objects_not_delivered_without_resync(make) -> None:
+def test_relist_of_unchanged_objects_reaches_a_listener_until_a_resync_tick_unmarks_it(
+    make,
+) -> None:
+    """client-go sharedProcessor: a listener starts marked syncing (addListener sets it true),
+    so sync updates reach it until the first resync tick (shouldResync) decides; with no
+    resync period there is no tick (tests/test_clientgo_order_parity.py shows client-go
+    v0.36.3 delivering them)."""
     clock = FakeClock()
     inf, _ = make(start=False, resync_period=30.0, clock=clock)
     no_resync, resyncing = Recorder(), Recorder()
@@ -501,22 +519,22 @@ def test_relist_of_unchanged_objects_not_delivered_without_resync(make) -> None:
     try:
         r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
         no_resync.wait_for(2)
-        # A relist: a unchanged, b changed. Nobody is marked syncing yet.
+        # A relist: a unchanged, b changed. Both listeners are still marked syncing.
         r.fifo.replace([pod("a", "1"), pod("b", "3")], "3")
-        assert no_resync.wait_for(3)[2] == ("update", "b", "2", "3")
-        assert resyncing.wait_for(3)[2] == ("update", "b", "2", "3")
-        # Once the resync tick marked "resyncing" due, the unchanged relisted object reaches it.
+        for rec in (no_resync, resyncing):
+            assert rec.wait_for(4)[2:] == [("update", "a", "1", "1"), ("update", "b", "2", "3")]
+        # The resync tick marks "resyncing" due and unmarks "no_resync" (period 0).
         clock.step(30)
         assert r.informer.stub.should_resync() is True
         r.fifo.replace([pod("a", "1"), pod("b", "3")], "3")
         r.fifo.add(pod("marker", "4"))
-        assert [e[:2] for e in resyncing.wait_for(6)[3:]] == [
+        assert [e[:2] for e in resyncing.wait_for(7)[4:]] == [
             ("update", "a"),
             ("update", "b"),
             ("add", "marker"),
         ]
-        assert no_resync.wait_for(4)[3] == ("add", "marker", "4", False)
-        assert len(no_resync.events) == 4
+        assert no_resync.wait_for(5)[4] == ("add", "marker", "4", False)
+        assert len(no_resync.events) == 5
     finally:
         r.stop()
 
@@ -710,21 +728,26 @@ def test_mutation_detector_catches_a_handler_editing_the_cache(make) -> None:
     assert failures == ["cache pods modified: ns/a"]
 
 
-def test_handle_deltas_failure_is_logged_with_the_key(make, caplog) -> None:
+@pytest.mark.parametrize(("queue", "message"), [
+    (InformerQueue.DELTA_FIFO, "failed to apply the deltas of ns/bad"),
+    (InformerQueue.REAL_FIFO, "relist: leaving out ns/bad, whose index values cannot be"),
+])
+def test_handle_deltas_failure_is_logged_with_the_key(make, caplog, queue, message) -> None:
     def boom(obj):
         if obj["metadata"]["name"] == "bad":
             raise ValueError("no index for you")
         return [""]
 
-    inf, r = make(indexers={"x": boom})
+    inf, r = make(indexers={"x": boom}, queue=queue)
     rec = Recorder()
     inf.add_event_handler(rec)
-    with caplog.at_level(logging.ERROR, logger="informers.shared_informer"):
+    with caplog.at_level(logging.ERROR):
         r.fifo.replace([pod("bad", "1"), pod("good", "2")], "2")
         r.drain()
     assert rec.wait_for(1) == [("add", "good", "2", True)]
     assert inf.has_synced()
-    assert "failed to apply the deltas of ns/bad" in caplog.records[0].getMessage()
+    assert inf.get_indexer().list_keys() == ["ns/good"]
+    assert message in caplog.records[0].getMessage()
 
 
 # -- end to end through an API server and the official client -----------------------------------
@@ -1100,7 +1123,12 @@ def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(
 
     gc.unfreeze()
     inf, r = make(memory_tuning=MemoryTuning(freeze_after_initial_sync=False))
-    r.fifo.replace([], "1")  # empty: nothing to process, the pause ends inside replace
+    r.fifo.replace([], "1")  # empty: the pause ends once the (empty) relist was applied
+    r.drain()
+    for _ in range(1000):
+        if inf.has_synced():
+            break
+        threading.Event().wait(0.001)
     assert gc_pause_depth() == 0 and gc.isenabled()
     assert inf.has_synced()
     _, r2 = make(memory_tuning=MemoryTuning(freeze_after_initial_sync=False))
@@ -1146,7 +1174,7 @@ def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
 
 
 def test_the_cache_keeps_the_key_string_the_fifo_made(make) -> None:
-    inf, r = make()
+    inf, r = make(queue=InformerQueue.DELTA_FIFO)
     made: list[str] = []
     key_of = r.fifo.key_of
 
@@ -1265,3 +1293,29 @@ def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, ca
     assert all(b'"managedFields"' not in v for k, v in caches[0].items() if k != last)
     assert orjson.loads(caches[0][last])["spec"]["template"] == nested["spec"]["template"]
     assert [r.getMessage() for r in caplog.records if r.name == "informers.client.decoder"] == []
+
+
+def test_SharedInformerWatchDisruption(make) -> None:
+    """client-go v0.36 shared_informer_test.go TestSharedInformerWatchDisruption: after a
+    resync tick unmarked the non-resyncing listener, a relist brings it only what changed
+    (pod2 modified, pod3 added while the watch was down); the resyncing one gets pod1 too."""
+    clock = FakeClock()
+    inf, _ = make(start=False, resync_period=1.0, clock=clock)
+    no_resync, resync = Recorder(), Recorder()
+    inf.add_event_handler(no_resync, resync_period=0)
+    inf.add_event_handler(resync, resync_period=1.0)
+    r = Running(inf)
+    try:
+        r.fifo.replace([pod("pod1", "1"), pod("pod2", "2")], "2")
+        for rec in (no_resync, resync):
+            assert {e[1] for e in rec.wait_for(2)} == {"pod1", "pod2"}
+            rec.events.clear()
+        clock.step(1.0)
+        assert r.informer.stub.should_resync() is True  # unmarks no_resync
+        r.fifo.replace([pod("pod1", "1"), pod("pod2", "4"), pod("pod3", "3")], "4")
+        r.fifo.add(pod("marker", "5"))
+        assert {e[1] for e in no_resync.wait_for(3)} == {"pod2", "pod3", "marker"}
+        assert {e[1] for e in resync.wait_for(4)} == {"pod1", "pod2", "pod3", "marker"}
+        assert len(no_resync.events) == 3
+    finally:
+        r.stop()

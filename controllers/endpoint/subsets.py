@@ -19,14 +19,12 @@ All functions are pure and thread-safe; they never mutate their arguments.
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from controllers.endpoint.ip_sloppy import parse_ip_sloppy
 from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.repack import (
     SENTINEL_PORT_RECORD,
@@ -113,34 +111,13 @@ def should_pod_be_in_endpoints(pod: Mapping[str, Any], include_terminating: bool
     return include_terminating or _map(pod.get("metadata")).get("deletionTimestamp") is None
 
 
-_SLOPPY_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
-
-
-@functools.lru_cache(maxsize=65536)
-def _parse_ip_sloppy(text: str) -> tuple[int, str] | None:
-    """(family, Go's ``net.IP.String()`` of it) for an IP ``ParseIPSloppy`` accepts."""
-    if not text or "%" in text:
-        return None
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        if _SLOPPY_IPV4.fullmatch(text) and all(int(part) <= 255 for part in text.split(".")):
-            return 4, ".".join(str(int(part)) for part in text.split("."))
-        return None
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is None:
-            return 6, ip.compressed  # RFC 5952, as Go prints IPv6
-        return 4, str(ip.ipv4_mapped)  # Go prints a 16-byte IPv4-mapped IP as IPv4
-    return 4, str(ip)
-
-
 def ip_family(text: str) -> int | None:
     """4 or 6 for an IP that ``k8s.io/utils/net.ParseIPSloppy`` accepts, else ``None``.
 
     IPv4-mapped IPv6 addresses count as IPv4 and dotted quads with leading zeros are accepted,
     as in Go; zones (``%eth0``) are not.
     """
-    parsed = _parse_ip_sloppy(text)
+    parsed = parse_ip_sloppy(text)
     return None if parsed is None else parsed[0]
 
 
@@ -152,7 +129,7 @@ def canonical_ip(text: str) -> str | None:
     without leading zeros. The endpoints controller writes pod IPs this way (``ip.String()``
     in ``podToEndpointAddressForService``), however the pod spells them.
     """
-    parsed = _parse_ip_sloppy(text)
+    parsed = parse_ip_sloppy(text)
     return None if parsed is None else parsed[1]
 
 
@@ -194,7 +171,7 @@ def pod_to_endpoint_address(
     endpoint_ip = ""
     for pod_ip in _list(_map(pod.get("status")).get("podIPs")):
         ip = _str(_map(pod_ip).get("ip"))
-        parsed = _parse_ip_sloppy(ip)
+        parsed = parse_ip_sloppy(ip)
         if parsed is None:
             # Go would take an unparseable string as an IPv4 address, and the API server would
             # then reject the whole Endpoints; we leave it out instead.
