@@ -300,11 +300,10 @@ FAULTS = (
     ("drop_watches", 4), ("compact", 2), ("fail_list_500", 2), ("fail_watch_500", 2),
     ("fail_any_429", 1), ("fail_list_410", 2), ("fail_watch_410", 2),
     ("hang_then_drop", 2), ("restart", 1), ("malformed_line", 3), ("delay", 2),
+    # issue 14: a real event cut mid-line, a broken proxy's 200 with a failure Status, and a
+    # path that stops forwarding without closing (only the read timeout notices it)
+    ("garbled_event", 3), ("status_in_200", 2), ("black_hole", 1),
 )
-# Faults that lose events until the client ends a watch on a line it cannot decode and fails
-# a list or watch answered 200 with a failure Status (issue 14 items 2 and 4): to be dealt
-# (moved into FAULTS) with those client fixes.
-CLIENT_FIX_FAULTS = (("garbled_event", 3), ("status_in_200", 2))
 
 
 def inject(server: ApiServer, rng: random.Random, fault: str, abort: threading.Event) -> None:
@@ -334,6 +333,10 @@ def inject(server: ApiServer, rng: random.Random, fault: str, abort: threading.E
     elif fault == "status_in_200":  # a broken proxy: 200 OK with a failure Status
         server.fail_next(1, rng.choice((500, 503)), verb=rng.choice(("list", "watch")),
                          resource="pods", as_ok=True)
+    elif fault == "black_hole":  # silent until the client's read timeout replaces its watch
+        server.hang_watches()
+        abort.wait(READ_TIMEOUT + 0.5)
+        server.resume_watches()
     elif fault == "delay":
         server.delay(rng.uniform(0.02, 0.3), verb=rng.choice(("list", "watch")), resource="pods")
         abort.wait(rng.uniform(0.1, 0.5))
@@ -376,7 +379,10 @@ def _wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
         time.sleep(interval)
 
 
-def run_convergence(plan: Plan, seed: int) -> None:
+def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> None:
+    """One seeded run; ``require_tombstones`` also asserts that some relist had to deliver a
+    DeletedFinalStateUnknown (true of the fixed seed; whether a delete is missed during a
+    disconnect depends on the seed's timing, so the sweep over seeds only checks convergence)."""
     tag = f"[{SEED_ENV}={seed}]"
     master = random.Random(seed)
     server = ApiServer(bookmark_interval=BOOKMARK_INTERVAL, watch_cache=False)
@@ -496,7 +502,8 @@ def run_convergence(plan: Plan, seed: int) -> None:
         assert metrics is not None and metrics.lists_total >= 2, (
             f"{tag} the faults never caused a relist: {metrics}")
         assert len(truth) >= plan.names // 10, f"{tag} only {len(truth)} pods at the end"
-        assert tombstones > 0, f"{tag} no relist ever delivered a DeletedFinalStateUnknown"
+        assert tombstones > 0 or not require_tombstones, (
+            f"{tag} no relist ever delivered a DeletedFinalStateUnknown")
         assert len(early.events) > len(truth), (
             f"{tag} the early handler saw only {len(early.events)} events")
         print(f"{tag} {total.succeeded}/{total.attempted} writes in "
@@ -515,10 +522,18 @@ def run_convergence(plan: Plan, seed: int) -> None:
         server.stop()
 
 
+SUITE_SEEDS = 20
+"""Seeds the suite runs (FIXED_SEED, FIXED_SEED + 1, ...); set KUBE_INFORMERS_CONVERGENCE_SEED
+to run one seed of your choice (or ``random``) instead."""
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(60)
-def test_cache_and_handlers_converge_under_random_faults() -> None:
-    run_convergence(SMALL, _seed())
+@pytest.mark.parametrize("offset", range(SUITE_SEEDS))
+def test_cache_and_handlers_converge_under_random_faults(offset: int) -> None:
+    if os.environ.get(SEED_ENV, "").strip() and offset:
+        pytest.skip(f"{SEED_ENV} runs its one seed")
+    run_convergence(SMALL, _seed() + offset, require_tombstones=offset == 0)
 
 
 @pytest.mark.slow

@@ -321,8 +321,6 @@ def _eventually(predicate: Any, timeout: float = 5.0) -> bool:
     return True
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 2: the client skips a line it cannot "
-                   "decode and carries on, where client-go ends the watch and re-watches")
 def test_an_informer_does_not_lose_a_garbled_delete(api_server):
     from informers import SharedInformerFactory
 
@@ -344,8 +342,6 @@ def test_an_informer_does_not_lose_a_garbled_delete(api_server):
             factory.shutdown()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 4: a list answered 200 with a failure "
-                   "Status is taken for an empty list, where client-go fails it")
 def test_an_informer_does_not_sync_from_a_failure_status_in_a_200(api_server):
     from informers import SharedInformerFactory
 
