@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "AlreadyExists",
+    "AlreadyOwnedError",
     "AlreadyStartedError",
     "BadRequest",
     "CacheMutationError",
@@ -169,6 +170,22 @@ class TerminalError(InformersError):
     the key's backoff and does not requeue the key; the next event about the object enqueues it
     again. Wrap the cause with ``raise TerminalError("invalid spec of ns/name") from err``.
     """
+
+
+class AlreadyOwnedError(InformersError, ValueError):
+    """``set_controller_reference`` on an object that another object already controls
+    (controller-runtime ``controllerutil.AlreadyOwnedError``).
+
+    Attributes:
+        owner: the existing controller reference (a dict).
+    """
+
+    def __init__(self, namespace: str, name: str, owner: dict[str, Any]) -> None:
+        super().__init__(f"Object {namespace}/{name} is already owned by another "
+                         f"{owner.get('kind')} controller {owner.get('name')}")
+        self.namespace = namespace
+        self.name = name
+        self.owner = owner
 
 
 class AlreadyStartedError(InformersError, RuntimeError):

@@ -174,6 +174,10 @@ def test_status_subresource(any_api_server, client):
     patched = client.patch_status("deployments", "s", {"status": {"observedGeneration": 2}}, ns)
     assert patched["status"]["observedGeneration"] == 2
     assert client.get("deployments", "s", ns)["status"]["observedGeneration"] == 2
+    by_object = client.status.patch(patched, {"status": {"observedGeneration": 3}})
+    assert by_object["status"]["observedGeneration"] == 3
+    by_object["status"]["replicas"] = 2
+    assert client.status.update(by_object)["status"]["replicas"] == 2
 
 
 def test_list_with_a_label_selector(any_api_server, client):
@@ -213,6 +217,17 @@ def test_apply_creates_then_updates_and_conflicts_without_force(any_api_server, 
     assert [c.get("field") for c in info.value.causes] == [".data.a"]
     forced = other.apply(configmap("ap", ns, a="3"), force=True)
     assert forced["data"] == {"a": "3"}
+
+
+def test_apply_status(any_api_server, client):
+    ns = any_api_server.namespace
+    client.create(deployment("as", ns))
+    with apply_supported(any_api_server):
+        applied = client.status.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                                       "metadata": {"name": "as", "namespace": ns},
+                                       "status": {"observedGeneration": 4}}, force=True)
+    assert applied["status"]["observedGeneration"] == 4
+    assert applied["spec"]["replicas"] == 1
 
 
 def test_apply_needs_a_field_manager(any_api_server):

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.clock", "informers.errors", "informers.resources", "informers.meta_time",
         "informers.name_validation", "informers.global_provider", "informers.keys",
         "informers.backoff", "informers.labels", "informers.label_selector", "informers.fields",
-        "informers.memory",
+        "informers.memory", "informers.conditions",
     ]),
     ("list/watch protocol", [
         "informers.list_watch", "informers.reflector_options", "informers.list_progress",
@@ -32,7 +32,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.shared_processor", "informers.wait",
     ]),
     ("informer", ["informers.shared_informer", "informers.factory"]),
-    ("runtime", ["informers.controller", "informers.events", "informers.leaderelection"]),
+    ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
+                 "informers.controllerutil"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals"]),
     ("test server", ["informers.testing"]),
     ("package root", ["informers"]),

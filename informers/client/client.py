@@ -39,6 +39,7 @@ __all__ = [
     "Client",
     "PatchType",
     "ResourceRef",
+    "StatusWriter",
 ]
 
 logger = logging.getLogger(__name__)
@@ -297,6 +298,12 @@ class Client:
             body["dryRun"] = ["All"]
         return self._send("DELETE", self.resource(resource).path(namespace, name), body)
 
+    @property
+    def status(self) -> StatusWriter:
+        """Writes of the ``status`` subresource by object (controller-runtime
+        ``client.Status()``)."""
+        return StatusWriter(self)
+
     # -- scale ------------------------------------------------------------------------------
 
     def get_scale(self, resource: ResourceRef, name: str,
@@ -360,3 +367,31 @@ def _name_of(obj: Mapping[str, Any]) -> str:
     if not isinstance(name, str) or not name:
         raise ValueError(f"object of kind {obj.get('kind')!r} has no metadata.name")
     return name
+
+
+class StatusWriter:
+    """Writes an object's ``status`` subresource, addressed by the object itself
+    (controller-runtime ``client.SubResourceWriter``); got from :attr:`Client.status`.
+    Only ``status`` is written; the rest of the object is ignored by the server."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the status; ``obj``'s ``resourceVersion`` is the precondition."""
+        return self._client.update(obj, subresource="status")
+
+    def patch(self, obj: Mapping[str, Any], patch: Any, *,
+              patch_type: PatchType = "merge") -> dict[str, Any]:
+        """PATCH the status of ``obj`` with ``patch`` (e.g. ``{"status": {...}}``)."""
+        meta = _meta(obj)
+        return self._client.patch(self._client.resource(None, obj), _name_of(obj), patch,
+                                  meta.get("namespace"), patch_type=patch_type,
+                                  subresource="status")
+
+    def apply(self, obj: Mapping[str, Any], *, force: bool = False,
+              field_manager: str | None = None) -> dict[str, Any]:
+        """Server-side apply ``obj``'s status (``apiVersion``, ``kind``, ``metadata.name``
+        and the ``status`` fields this manager owns)."""
+        return self._client.apply(obj, force=force, field_manager=field_manager,
+                                  subresource="status")
