@@ -17,6 +17,7 @@ __all__ = [
     "CacheMutationError",
     "CacheSyncTimeoutError",
     "Conflict",
+    "DeadlineExceededError",
     "Expired",
     "FIFOClosedError",
     "Forbidden",
@@ -186,6 +187,12 @@ class AlreadyOwnedError(InformersError, ValueError):
         self.namespace = namespace
         self.name = name
         self.owner = owner
+
+
+class DeadlineExceededError(InformersError, TimeoutError):
+    """The deadline of the work in progress passed (Go ``context.DeadlineExceeded``), e.g. a
+    reconcile ran past the controller's ``reconcile_timeout``: the request was not sent, or
+    the reconcile is counted as failed and retried."""
 
 
 class AlreadyStartedError(InformersError, RuntimeError):

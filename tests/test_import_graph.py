@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.clock", "informers.errors", "informers.resources", "informers.meta_time",
         "informers.name_validation", "informers.global_provider", "informers.keys",
         "informers.backoff", "informers.labels", "informers.label_selector", "informers.fields",
-        "informers.memory", "informers.conditions",
+        "informers.memory", "informers.conditions", "informers.deadline",
     ]),
     ("list/watch protocol", [
         "informers.list_watch", "informers.reflector_options", "informers.list_progress",

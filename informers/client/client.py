@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import math
 import threading
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -28,6 +29,7 @@ from urllib.parse import urlencode
 
 from informers.client.transport import Transport
 from informers.clock import REAL_CLOCK, Clock
+from informers.deadline import check, remaining
 from informers.errors import ApiConnectionError, StatusError
 from informers.resources import BUILTIN_RESOURCES, Resource, lookup
 
@@ -58,9 +60,10 @@ APPLY_PATCH = "application/apply-patch+yaml"
 which is YAML."""
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
-"""Seconds for one request, sent as the ``timeout`` query parameter too (client-go
-``rest.Request.Timeout``; 30 s is kubectl's and controller-runtime's usual per-call deadline;
-``None`` for none)."""
+"""Seconds for one request, sent as the ``timeout`` query parameter too, in whole seconds
+rounded up (client-go ``rest.Request.Timeout``; 30 s is kubectl's and controller-runtime's
+usual per-call deadline; ``None`` for none). Inside a reconcile with a timeout
+(:mod:`informers.deadline`) the time left is the limit when it is shorter."""
 
 DEFAULT_MAX_RETRIES = 10
 """Retries of a request answered 429 or 5xx with a ``Retry-After`` header, waiting what it
@@ -334,14 +337,18 @@ class Client:
               content_type: str = "application/json",
               query: builtins.list[tuple[str, str]] | None = None) -> dict[str, Any]:
         query = list(query or ())
-        if self.request_timeout:
-            query.append(("timeout", f"{self.request_timeout:g}s"))
+        timeout = self.request_timeout
+        left = check(f"{method} {path}")
+        if left is not None:  # a reconcile's deadline (informers.deadline) cuts the timeout
+            timeout = left if timeout is None else min(timeout, left)
+        if timeout:
+            query.append(("timeout", f"{max(1, math.ceil(timeout))}s"))
         target = path + ("?" + urlencode(query) if query else "")
         attempt = 0
         while True:
             try:
                 return self._transport.request(method, target, body, content_type=content_type,
-                                               request_timeout=self.request_timeout)
+                                               request_timeout=timeout)
             except StatusError as err:
                 wait = err.retry_after if (err.code == 429 or err.code >= 500) else None
                 if wait is None or attempt >= self.max_retries:
@@ -353,6 +360,9 @@ class Client:
                     raise
                 wait = 1.0
             attempt += 1
+            left = remaining()
+            if left is not None and left < wait:
+                raise  # no time left for the wait (client-go: the context ends the retries)
             logger.debug("%s %s: retry %d in %gs", method, path, attempt, wait)
             self.clock.sleep(wait)
 
