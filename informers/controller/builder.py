@@ -121,10 +121,12 @@ class Listers:
                 return lister
         raise KeyError(f"the controller does not watch {kind!r}")
 
-    def get(self, request: str) -> dict[str, Any] | None:
-        """The primary object named by ``request`` from the cache, ``None`` when absent
-        (deleted: dependents go with the garbage collector, finalizers ran before)."""
-        found: Any = self.primary.indexer.get_by_key(Request.from_key(request).key)
+    def get(self, request: str, kind: KindRef | None = None) -> dict[str, Any] | None:
+        """The object named by ``request`` from the cache of the primary kind (or of
+        ``kind``), ``None`` when absent (a deleted primary: its dependents go with the garbage
+        collector, its finalizers ran before)."""
+        lister = self.primary if kind is None else self[kind]
+        found: Any = lister.indexer.get_by_key(Request.from_key(request).key)
         return found if isinstance(found, dict) else None
 
 
