@@ -26,7 +26,7 @@ Example::
 from __future__ import annotations
 
 from informers.client.api_call import api_call
-from informers.client.client import Client
+from informers.client.client import Client, StatusWriter
 from informers.client.list_watch_client import (
     ClientListWatch,
     discover,
@@ -42,6 +42,7 @@ __all__ = [
     "Client",
     "ClientListWatch",
     "HttpWatchStream",
+    "StatusWriter",
     "api_call",
     "discover",
     "list_watch_for_resource",

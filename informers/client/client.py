@@ -279,8 +279,9 @@ class Client:
         for deletion when finalizers hold it (or a ``Status``).
 
         Args:
-            uid, resource_version: preconditions (``DeleteOptions.preconditions``): the
-                delete fails with :class:`~informers.errors.Conflict` unless they hold.
+            uid: a precondition (``DeleteOptions.preconditions``): the delete fails with
+                :class:`~informers.errors.Conflict` unless the object has this uid.
+            resource_version: a precondition likewise, on the ``resourceVersion``.
             propagation_policy: what happens to dependents (the server's default per kind
                 when ``None``).
             grace_period_seconds: pods' termination grace period.
