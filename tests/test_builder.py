@@ -219,3 +219,55 @@ def test_the_manager_fixture(manager, api_client):
     assert manager.api_client is api_client
     with run_manager(manager):
         assert manager.caches_synced()
+
+
+# -- the priority queue (controller-runtime v0.23 WithLowPriorityWhenUnchanged) -----------------
+
+
+def test_low_priority_items_go_after_fresh_ones():
+    from informers.workqueue.queue import Queue
+
+    q: Queue[str] = Queue()
+    q.add("initial-1", low_priority=True)
+    q.add("initial-2", low_priority=True)
+    q.add("fresh")
+    q.add("initial-2")  # a fresh change of a waiting low item raises it
+    assert len(q) == 3
+    assert [q.get()[0] for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
+    # re-added (low) while processing: queued again on done, in the low lane
+    q.add("initial-1", low_priority=True)
+    q.add("other")
+    q.done("initial-1")
+    assert [q.get()[0] for _ in range(2)] == ["other", "initial-1"]
+
+
+def obj(name: str, rv: str) -> dict:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+def test_low_priority_when_unchanged_handler():
+    from informers.controller import Controller, EnqueueRequestForObject
+    from informers.controller.builder import LowPriorityWhenUnchanged
+
+    controller = Controller("c", lambda key: None)
+    handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
+    handler.on_add(obj("listed", "1"), True)          # initial list: low
+    handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
+    handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
+    handler.on_add(obj("created", "5"), False)        # a fresh add
+    handler.on_delete(obj("deleted", "6"))
+    q = controller.queue
+    assert [q.get()[0] for _ in range(5)] == [
+        "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
+    q.shut_down()
+
+
+def test_builder_with_a_priority_queue_reconciles(setup):
+    manager, client, ns = setup
+    keys: list[str] = []
+    client.create(configmap("before", ns))
+    (ControllerBuilder(manager).for_("configmaps").with_options(priority_queue=True)
+     .complete(keys.append))
+    with run_manager(manager):
+        client.create(configmap("after", ns))
+        eventually(lambda: sorted(keys) == [f"{ns}/after", f"{ns}/before"])

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -56,7 +57,7 @@ from informers.listers import Lister
 from informers.resources import Resource, lookup
 from informers.workqueue.rate_limiters import RateLimiter
 
-__all__ = ["ControllerBuilder", "KindRef", "Listers", "Reconciler"]
+__all__ = ["ControllerBuilder", "KindRef", "Listers", "LowPriorityWhenUnchanged", "Reconciler"]
 
 KindRef = Resource | str | tuple[str, str, str]
 """A kind to watch: a :class:`~informers.resources.Resource` (any kind, custom ones
@@ -155,6 +156,7 @@ class ControllerBuilder:
         self._name: str | None = None
         self._listers: Listers | None = None
         self._built = False
+        self._priority = False
 
     # -- what to watch ----------------------------------------------------------------------
 
@@ -219,7 +221,8 @@ class ControllerBuilder:
                      reconcile_timeout: float | None = None,
                      max_retries: int | _Unset | None = _UNSET,
                      name: str | None = None, clock: Clock | None = None,
-                     metrics: Any = None) -> ControllerBuilder:
+                     metrics: Any = None, priority_queue: bool | None = None
+                     ) -> ControllerBuilder:
         """The controller's options (``WithOptions``): ``workers`` (controller-runtime
         ``MaxConcurrentReconciles``, default 1), ``rate_limiter``, ``reconcile_timeout``
         (seconds; controller-runtime ``ReconciliationTimeout``: the requests a reconcile
@@ -227,7 +230,10 @@ class ControllerBuilder:
         once it is up, and a reconcile that returns after it counts as failed), ``max_retries``
         (default :data:`~informers.controller.controller.DEFAULT_MAX_RETRIES`; ``None``:
         forever), ``name`` (default: the primary kind in lower case, as controller-runtime's),
-        ``clock``, ``metrics``."""
+        ``clock``, ``metrics``, ``priority_queue`` (controller-runtime v0.23
+        ``UsePriorityQueue`` with ``WithLowPriorityWhenUnchanged`` on every watch: adds from
+        an informer's initial list and resyncs of unchanged objects, i.e. updates whose
+        ``resourceVersion`` did not move, go after the keys of fresh changes)."""
         if workers is not None:
             self._options["workers"] = workers
         if rate_limiter is not None:
@@ -244,6 +250,8 @@ class ControllerBuilder:
             self._options["metrics"] = metrics
         if name is not None:
             self._name = name
+        if priority_queue is not None:
+            self._priority = priority_queue
         return self
 
     def named(self, name: str) -> ControllerBuilder:
@@ -295,7 +303,10 @@ class ControllerBuilder:
         controller = Controller(name, run, max_retries=max_retries, **options)
         for watch in self._watches:
             informer = self._factory.informer_for(watch.resource)
-            controller.watch(informer, watch.handler, *watch.predicates, *self._filters)
+            handler: Any = watch.handler
+            if self._priority:
+                handler = LowPriorityWhenUnchanged(controller, watch.handler)
+            controller.watch(informer, handler, *watch.predicates, *self._filters)
         self._built = True
         self._manager.add(controller)
         return controller
@@ -329,3 +340,45 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
         return False
     annotation = params[0].annotation
     return params[0].name == "listers" or annotation in (Listers, "Listers")
+
+
+class LowPriorityWhenUnchanged:
+    """Wraps an enqueue handler so that the keys it enqueues for an object that did not
+    change go into the work queue's low-priority lane (controller-runtime v0.23
+    ``handler.WithLowPriorityWhenUnchanged``): an add from the informer's initial list, and
+    an update whose old and new ``resourceVersion`` are equal (a resync). Everything else
+    (fresh adds, real updates, deletes) enqueues normally. Handlers of one registration run
+    on one thread; the flag that says which lane is per thread."""
+
+    def __init__(self, controller: Controller,
+                 inner: Callable[[Any], Any]) -> None:
+        self._queue = controller.queue
+        self._local = threading.local()
+        self.inner = inner(self)
+
+    def add(self, key: str) -> None:
+        """The inner handler's enqueue: into the lane this event chose."""
+        self._queue.add(key, low_priority=getattr(self._local, "low", False))
+
+    def _with(self, low: bool, fn: Callable[..., None], *args: Any) -> None:
+        self._local.low = low
+        try:
+            fn(*args)
+        finally:
+            self._local.low = False
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._with(is_in_initial_list, self.inner.on_add, obj, is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        unchanged = _rv(old) is not None and _rv(old) == _rv(new)
+        self._with(unchanged, self.inner.on_update, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._with(False, self.inner.on_delete, obj)
+
+
+def _rv(obj: Any) -> str | None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return rv if isinstance(rv, str) and rv else None
