@@ -10,33 +10,62 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AlreadyExists",
+    "AlreadyOwnedError",
     "AlreadyStartedError",
+    "BadRequest",
     "CacheMutationError",
     "CacheSyncTimeoutError",
+    "Conflict",
+    "DeadlineExceededError",
+    "Expired",
     "FIFOClosedError",
+    "Forbidden",
+    "Gone",
     "IndexConflictError",
     "IndexFuncError",
     "IndexNotFoundError",
     "InformerStartedError",
     "InformerStoppedError",
     "InformersError",
+    "InternalError",
+    "Invalid",
     "KeyFuncError",
     "LeaderElectionConfigError",
     "LeaderElectionLostError",
     "LeaseNotInitializedError",
     "ListError",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "NotFound",
     "NotFoundError",
+    "RequestEntityTooLarge",
     "ResponseDecodeError",
     "SelectorError",
+    "ServerTimeout",
+    "ServiceUnavailable",
     "StatusError",
+    "StorageReadError",
     "TerminalError",
+    "Timeout",
+    "TooManyRequests",
+    "Unauthorized",
+    "UnsupportedMediaType",
     "VeryShortWatchError",
     "WatchDecodeError",
+    "ignore_already_exists",
+    "ignore_not_found",
+    "is_already_exists",
+    "is_conflict",
     "is_connection_refused",
     "is_expired",
+    "is_forbidden",
     "is_internal_error",
+    "is_invalid",
+    "is_not_found",
     "is_too_large_resource_version",
     "is_too_many_requests",
+    "status_error_class",
 ]
 
 
@@ -145,6 +174,28 @@ class TerminalError(InformersError):
     """
 
 
+class AlreadyOwnedError(InformersError, ValueError):
+    """``set_controller_reference`` on an object that another object already controls
+    (controller-runtime ``controllerutil.AlreadyOwnedError``).
+
+    Attributes:
+        owner: the existing controller reference (a dict).
+    """
+
+    def __init__(self, namespace: str, name: str, owner: dict[str, Any]) -> None:
+        super().__init__(f"Object {namespace}/{name} is already owned by another "
+                         f"{owner.get('kind')} controller {owner.get('name')}")
+        self.namespace = namespace
+        self.name = name
+        self.owner = owner
+
+
+class DeadlineExceededError(InformersError, TimeoutError):
+    """The deadline of the work in progress passed (Go ``context.DeadlineExceeded``), e.g. a
+    reconcile ran past the controller's ``reconcile_timeout``: the request was not sent, or
+    the reconcile is counted as failed and retried."""
+
+
 class AlreadyStartedError(InformersError, RuntimeError):
     """A controller or manager was started a second time, or something was added to a manager
     that has started (they run once: their queues and threads are gone after a stop)."""
@@ -192,6 +243,13 @@ class StatusError(InformersError):
             ``status.details.retryAfterSeconds``), or ``None``.
     """
 
+    def __new__(cls, status: dict[str, Any], retry_after: float | None = None) -> StatusError:
+        # StatusError(status) is the subclass its reason names (else its code): the class
+        # an ``except`` clause catches is apimachinery's ``errors.IsNotFound`` and friends.
+        if cls is StatusError and isinstance(status, dict):
+            cls = status_error_class(status.get("reason"), status.get("code"))
+        return super().__new__(cls)
+
     def __init__(self, status: dict[str, Any], retry_after: float | None = None) -> None:
         self.status = status
         code = status.get("code")
@@ -219,7 +277,8 @@ class StatusError(InformersError):
             "apiVersion": "v1",
             "status": "Failure",
             "code": code,
-            "reason": _REASON_FOR_CODE.get(code, "Unknown"),
+            "reason": _REASON_FOR_CODE.get(code) or ("InternalError" if code >= 500
+                                                      else "Unknown"),
             "message": message,
         }
         return cls(status, retry_after)
@@ -233,6 +292,157 @@ class StatusError(InformersError):
             if isinstance(causes, list):
                 return [c for c in causes if isinstance(c, dict)]
         return []
+
+
+# -- StatusError by reason (apimachinery pkg/api/errors: IsNotFound, IsConflict, ...) ----------
+
+
+class Unauthorized(StatusError):
+    """401: the request carried no valid credentials (``errors.IsUnauthorized``)."""
+
+
+class Forbidden(StatusError):
+    """403: the user may not do this (``errors.IsForbidden``); also creates in a namespace
+    being deleted (cause ``NamespaceTerminating``)."""
+
+
+class NotFound(StatusError, LookupError):
+    """404: no such object or resource (``errors.IsNotFound``)."""
+
+
+class AlreadyExists(StatusError):
+    """409 with reason ``AlreadyExists``: a create of a name in use (``errors.IsAlreadyExists``)."""
+
+
+class Conflict(StatusError):
+    """409 with reason ``Conflict``: a write whose ``resourceVersion`` or ``uid``
+    precondition no longer holds (``errors.IsConflict``); get the object again and retry."""
+
+
+class Gone(StatusError):
+    """410 with reason ``Gone`` (``errors.IsGone``)."""
+
+
+class Expired(StatusError):
+    """410 with reason ``Expired``: a resourceVersion or continue token too old
+    (``errors.IsResourceExpired``)."""
+
+
+class Invalid(StatusError, ValueError):
+    """422: the object failed validation (``errors.IsInvalid``); :attr:`causes` holds one
+    ``{"reason": "FieldValueInvalid", "message": ..., "field": "spec.x"}`` per field."""
+
+
+class ServerTimeout(StatusError):
+    """500 with reason ``ServerTimeout``: the server gave up and the request may be retried
+    (``errors.IsServerTimeout``, which checks the reason only)."""
+
+
+class StorageReadError(StatusError):
+    """500 with reason ``StorageReadError``: an object in storage could not be read
+    (``errors.IsStoreReadError``)."""
+
+
+class Timeout(StatusError):
+    """504: the request did not finish in time and may still be processed
+    (``errors.IsTimeout``)."""
+
+
+class TooManyRequests(StatusError):
+    """429: throttled; :attr:`retry_after` says when to retry (``errors.IsTooManyRequests``)."""
+
+
+class BadRequest(StatusError, ValueError):
+    """400: a malformed request (``errors.IsBadRequest``)."""
+
+
+class MethodNotAllowed(StatusError):
+    """405: the resource does not support this verb (``errors.IsMethodNotSupported``)."""
+
+
+class NotAcceptable(StatusError):
+    """406: no acceptable response content type (``errors.IsNotAcceptable``)."""
+
+
+class RequestEntityTooLarge(StatusError):
+    """413: the request body is too large (``errors.IsRequestEntityTooLargeError``, which
+    also matches the code alone)."""
+
+
+class UnsupportedMediaType(StatusError):
+    """415: the request's content type is not supported, e.g. a patch type the resource
+    does not take (``errors.IsUnsupportedMediaType``)."""
+
+
+class InternalError(StatusError):
+    """500 with reason ``InternalError`` (``errors.IsInternalError``)."""
+
+
+class ServiceUnavailable(StatusError):
+    """503 (``errors.IsServiceUnavailable``)."""
+
+
+_CLASS_FOR_REASON: dict[str, type[StatusError]] = {
+    c.__name__: c for c in (
+        Unauthorized, Forbidden, NotFound, AlreadyExists, Conflict, Gone, Expired, Invalid,
+        ServerTimeout, StorageReadError, Timeout, TooManyRequests, BadRequest,
+        MethodNotAllowed, NotAcceptable, RequestEntityTooLarge, UnsupportedMediaType,
+        InternalError, ServiceUnavailable)
+}
+# An unknown reason falls back to the code, as apimachinery's Is* functions do when the reason
+# is not one of its knownReasons (409 is Conflict there; 413 and 429 match by code alone).
+_CLASS_FOR_CODE: dict[int, type[StatusError]] = {
+    400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 405: MethodNotAllowed,
+    406: NotAcceptable, 409: Conflict, 410: Gone, 413: RequestEntityTooLarge,
+    415: UnsupportedMediaType, 422: Invalid, 429: TooManyRequests, 500: InternalError,
+    503: ServiceUnavailable, 504: Timeout,
+}
+
+
+def status_error_class(reason: object, code: object) -> type[StatusError]:
+    """The :class:`StatusError` subclass of a ``metav1.Status`` reason and code: by the reason
+    when it is one of ``metav1.StatusReason*``, else by the code, else StatusError itself."""
+    found = _CLASS_FOR_REASON.get(reason) if isinstance(reason, str) else None
+    if found is None and isinstance(code, int):
+        found = _CLASS_FOR_CODE.get(code)
+    return found or StatusError
+
+
+def is_not_found(err: BaseException | None) -> bool:
+    """A 404 :class:`NotFound`, or a lister's :class:`NotFoundError`."""
+    return isinstance(_unwrap(err), (NotFound, NotFoundError))
+
+
+def is_already_exists(err: BaseException | None) -> bool:
+    """An :class:`AlreadyExists` (``errors.IsAlreadyExists``)."""
+    return isinstance(_unwrap(err), AlreadyExists)
+
+
+def is_conflict(err: BaseException | None) -> bool:
+    """A :class:`Conflict` (``errors.IsConflict``)."""
+    return isinstance(_unwrap(err), Conflict)
+
+
+def is_invalid(err: BaseException | None) -> bool:
+    """An :class:`Invalid` (``errors.IsInvalid``)."""
+    return isinstance(_unwrap(err), Invalid)
+
+
+def is_forbidden(err: BaseException | None) -> bool:
+    """A :class:`Forbidden` (``errors.IsForbidden``)."""
+    return isinstance(_unwrap(err), Forbidden)
+
+
+def ignore_not_found(err: BaseException | None) -> BaseException | None:
+    """``None`` for a not-found error, else ``err`` (controller-runtime
+    ``client.IgnoreNotFound``). In a ``with`` block, ``contextlib.suppress(NotFound)`` does
+    the same."""
+    return None if is_not_found(err) else err
+
+
+def ignore_already_exists(err: BaseException | None) -> BaseException | None:
+    """``None`` for :class:`AlreadyExists`, else ``err`` (``client.IgnoreAlreadyExists``)."""
+    return None if is_already_exists(err) else err
 
 
 class ApiConnectionError(InformersError, ConnectionError):

@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.name_validation", "informers.global_provider", "informers.keys",
         "informers.backoff", "informers.labels", "informers.label_selector", "informers.fields",
         "informers.memory", "informers.yaml_loader", "informers.resource_version",
+        "informers.conditions", "informers.deadline",
     ]),
     ("list/watch protocol", [
         "informers.list_watch", "informers.reflector_options", "informers.list_progress",
@@ -34,7 +35,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.fifo_prometheus_metrics",
     ]),
     ("informer", ["informers.shared_informer", "informers.factory"]),
-    ("runtime", ["informers.controller", "informers.events", "informers.leaderelection"]),
+    ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
+                 "informers.controllerutil"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals"]),
     ("test server", ["informers.testing"]),
     ("package root", ["informers"]),

@@ -4,6 +4,8 @@ writes, on the official ``kubernetes`` package's configuration, authentication a
 * :func:`list_watch_from_client` / :func:`list_watch_for_resource`: the
   :class:`~informers.list_watch.ListWatch` of a resource (client-go
   ``NewFilteredListWatchFromClient``), decoding bytes straight to dicts;
+* :class:`Client`: get, list, create, update, patch, server-side apply and delete of dicts,
+  with typed errors (controller-runtime's ``client.Client``);
 * :func:`api_call`: one JSON request, answered as a dict (the library's own writes);
 * :mod:`~informers.client.transport`: the one transport both use (connection pool, headers
   and authentication, cancellation, which ``kubernetes`` versions are supported);
@@ -24,6 +26,7 @@ Example::
 from __future__ import annotations
 
 from informers.client.api_call import api_call
+from informers.client.client import Client, StatusWriter
 from informers.client.list_watch_client import (
     ClientListWatch,
     discover,
@@ -36,8 +39,10 @@ from informers.client.watch_stream import HttpWatchStream
 
 __all__ = [
     "HEADERS_REUSE_SECONDS",
+    "Client",
     "ClientListWatch",
     "HttpWatchStream",
+    "StatusWriter",
     "api_call",
     "discover",
     "list_watch_for_resource",

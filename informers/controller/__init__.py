@@ -8,6 +8,7 @@ with the informers, leader election and the health and metrics endpoints.
 
 from __future__ import annotations
 
+from informers.controller.builder import ControllerBuilder, KindRef, Listers, Reconciler
 from informers.controller.controller import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_MAX_RETRIES,
@@ -45,6 +46,7 @@ from informers.controller.predicates import (
     ResourceVersionChangedPredicate,
     new_predicate_funcs,
 )
+from informers.controller.request import Request
 from informers.controller.result import Result, TerminalError
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "And",
     "AnnotationChangedPredicate",
     "Controller",
+    "ControllerBuilder",
     "ControllerMetrics",
     "ControllerMetricsProvider",
     "EnqueueRequestForObject",
@@ -62,7 +65,9 @@ __all__ = [
     "EnqueueTarget",
     "GenerationChangedPredicate",
     "HandlerFactory",
+    "KindRef",
     "LabelChangedPredicate",
+    "Listers",
     "MapFunc",
     "NoopMetricsProvider",
     "Not",
@@ -72,6 +77,8 @@ __all__ = [
     "PredicateFuncs",
     "PrometheusMetricsProvider",
     "Reconcile",
+    "Reconciler",
+    "Request",
     "ResourceVersionChangedPredicate",
     "Result",
     "Synced",

@@ -1,4 +1,4 @@
-"""pytest fixtures for the embedded API server: ``api_server`` and ``api_client``.
+"""pytest fixtures for the embedded API server: ``api_server``, ``api_client`` and ``manager``.
 
 Registered through the ``pytest11`` entry point of kube-informers, so any project that installs
 the package gets them. This module imports nothing heavy at collection time; the server is
@@ -8,6 +8,11 @@ Options for one test (or module, via ``pytestmark``) go through a marker::
 
     @pytest.mark.api_server(bookmark_interval=0.1, history_limit=50)
     def test_bookmarks(api_server): ...
+
+``manager`` is a :class:`~informers.manager.Manager` on ``api_client``; run it with
+:func:`informers.testing.runner.run_manager`. To run the same tests on a real cluster, override
+``api_client`` in a ``conftest.py`` with a client of that cluster (the project's own suite
+does so with its real kube-apiserver).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import pytest
 if TYPE_CHECKING:
     from informers.testing.server import ApiServer
 
-__all__ = ["api_client", "api_server"]
+__all__ = ["api_client", "api_server", "manager"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,3 +62,12 @@ def api_client(api_server: ApiServer) -> Iterator[Any]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def manager(api_client: Any) -> Any:
+    """A :class:`informers.manager.Manager` on ``api_client`` (not started: add controllers,
+    then ``with run_manager(manager): ...``)."""
+    from informers.manager import Manager
+
+    return Manager(api_client, shutdown_timeout=5.0)

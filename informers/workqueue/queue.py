@@ -76,6 +76,8 @@ class Queue(Generic[T]):
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._queue: deque[T] = deque()
+        self._low: deque[T] = deque()  # low-priority lane, served after _queue
+        self._low_dirty: set[T] = set()  # dirty items whose every pending add was low
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._shutting_down = False
@@ -95,21 +97,35 @@ class Queue(Generic[T]):
 
     # -- the work loop -------------------------------------------------------------------------
 
-    def add(self, item: T) -> None:
+    def add(self, item: T, low_priority: bool = False) -> None:
         """Mark ``item`` as needing processing.
 
-        A no-op after shutdown and when the item is already dirty. An item being processed is
-        only marked dirty; :meth:`done` queues it again.
+        A no-op after shutdown and when the item is already dirty (except that a normal add
+        of an item waiting with low priority raises it). An item being processed is only
+        marked dirty; :meth:`done` queues it again.
+
+        ``low_priority`` items wait in a second lane served only when no other item is
+        queued (controller-runtime v0.23's priority queue with ``LowPriority``; its
+        ``WithLowPriorityWhenUnchanged`` uses it for initial-list adds and resyncs).
         """
         with self._lock:
-            if self._shutting_down or item in self._dirty:
+            if self._shutting_down:
+                return
+            if item in self._dirty:
+                if not low_priority and item in self._low_dirty:
+                    self._low_dirty.discard(item)
+                    if item not in self._processing:
+                        self._low.remove(item)
+                        self._queue.append(item)
                 return
             self._dirty.add(item)
+            if low_priority:
+                self._low_dirty.add(item)
             if self._metrics is not None:
                 self._metrics.add(item)
             if item in self._processing:
                 return
-            self._queue.append(item)
+            (self._low if low_priority else self._queue).append(item)
             if self._get_waiters:
                 self._cond.notify()
 
@@ -141,17 +157,21 @@ class Queue(Generic[T]):
             queue is shut down and empty: ``(None, True)``.
         """
         with self._lock:
-            queue = self._queue
-            if not queue:
-                while not queue and not self._shutting_down:
+            queue, low = self._queue, self._low
+            if not queue and not low:
+                while not queue and not low and not self._shutting_down:
                     self._get_waiters += 1
                     try:
                         self._clock.wait_condition(self._cond, None)
                     finally:
                         self._get_waiters -= 1
-                if not queue:
+                if not queue and not low:
                     return None, True
-            item = queue.popleft()
+            if queue:
+                item = queue.popleft()
+            else:
+                item = low.popleft()
+                self._low_dirty.discard(item)
             self._processing.add(item)
             self._dirty.discard(item)
             if self._metrics is not None:
@@ -172,7 +192,7 @@ class Queue(Generic[T]):
             if self._metrics is not None:
                 self._metrics.done(item)
             if item in self._dirty:
-                self._queue.append(item)
+                (self._low if item in self._low_dirty else self._queue).append(item)
                 if self._get_waiters:
                     self._cond.notify()
             if self._drain and not processing:
@@ -180,7 +200,7 @@ class Queue(Generic[T]):
 
     def __len__(self) -> int:
         """The number of queued items (not counting items being processed)."""
-        return len(self._queue)
+        return len(self._queue) + len(self._low)
 
     # -- shutdown ------------------------------------------------------------------------------
 

@@ -1,0 +1,384 @@
+"""Wires a controller from what it reconciles and what it watches (controller-runtime
+``pkg/builder``: ``ControllerManagedBy(mgr).For(..).Owns(..).Watches(..).Complete(r)``).
+
+::
+
+    controller = (ControllerBuilder(manager)
+                  .for_(WEBSITES)                      # the primary kind: its events enqueue it
+                  .owns("deployments")                 # events of the objects it controls
+                  .owns("configmaps")
+                  .with_options(workers=2, reconcile_timeout=30)
+                  .complete(reconcile))                # reconcile(request) -> Result | None
+
+The builder takes the informers from the manager's factory (one shared informer per kind,
+created on first use, reused by every controller), registers one handler per watched kind,
+builds the :class:`~informers.controller.controller.Controller` and adds it to the manager.
+The reconcile gets a :class:`~informers.controller.request.Request` (a key string with
+``namespace`` and ``name``) and reads the world from :attr:`ControllerBuilder.listers`:
+``listers.get(request)`` is the primary object from the cache (``None`` once deleted),
+``listers["deployments"]`` the lister of an owned kind.
+
+What each watch enqueues (controller-runtime's handlers):
+
+* ``for_(kind)``: the object's own key (``EnqueueRequestForObject``);
+* ``owns(kind)``: the key of the object's controller owner when that owner is of the
+  primary kind (``EnqueueRequestForOwner`` with ``OnlyControllerOwner``);
+* ``watches(kind, map_fn)``: the keys ``map_fn(obj)`` returns
+  (``EnqueueRequestsFromMapFunc``).
+
+Predicates given to a watch filter its events; :meth:`ControllerBuilder.with_event_filter`
+adds predicates to every watch (controller-runtime ``WithEventFilter``). A builder is used
+once, from one thread, before the manager starts.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from informers.clock import Clock
+from informers.controller.controller import DEFAULT_MAX_RETRIES, Controller
+from informers.controller.enqueue import (
+    EnqueueRequestForObject,
+    EnqueueRequestForOwner,
+    EnqueueRequestsFromMapFunc,
+)
+from informers.controller.predicates import Predicate
+from informers.controller.request import Request
+from informers.controller.result import Result
+from informers.deadline import deadline
+from informers.errors import DeadlineExceededError
+from informers.factory import SharedInformerFactory
+from informers.listers import Lister
+from informers.resources import Resource, lookup
+from informers.workqueue.rate_limiters import RateLimiter
+
+__all__ = ["ControllerBuilder", "KindRef", "Listers", "LowPriorityWhenUnchanged", "Reconciler"]
+
+KindRef = Resource | str | tuple[str, str, str]
+"""A kind to watch: a :class:`~informers.resources.Resource` (any kind, custom ones
+included), a built-in name (``"deployments"``, ``"deployments.apps"``) or ``(group,
+version, plural)`` (kind and scope then come from the server's discovery)."""
+
+Reconciler = Callable[[Request], "Result | None"]
+"""``reconcile(request) -> Result | None``; see
+:class:`~informers.controller.controller.Controller` for what the result does."""
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+
+
+class _Manager(Protocol):
+    """What the builder needs of :class:`informers.manager.Manager`."""
+
+    @property
+    def factory(self) -> SharedInformerFactory: ...
+
+    def add(self, controller: Controller, needs_leader: bool = True) -> None: ...
+
+
+class Listers:
+    """The listers of a built controller's kinds, over the manager's shared caches.
+
+    Objects from them are shared with every other reader: copy before changing one
+    (``copy.deepcopy``). Caches can be stale; a reconcile that acts on what it read writes
+    with a ``resourceVersion`` precondition or server-side apply.
+    """
+
+    def __init__(self, primary: Resource, factory: SharedInformerFactory) -> None:
+        self.primary_resource = primary
+        self._factory = factory
+        self._by_resource: dict[Resource, Lister] = {}
+
+    def _add(self, res: Resource) -> Lister:
+        lister = self._by_resource.get(res)
+        if lister is None:
+            informer = self._factory.informer_for(res)
+            lister = self._by_resource[res] = Lister(informer.get_indexer(), res)
+        return lister
+
+    @property
+    def primary(self) -> Lister:
+        """The lister of the ``for_`` kind."""
+        return self._by_resource[self.primary_resource]
+
+    def __getitem__(self, kind: KindRef) -> Lister:
+        """The lister of a watched kind (``"deployments"``, a Resource...).
+
+        Raises:
+            KeyError: the controller does not watch that kind.
+        """
+        for res, lister in self._by_resource.items():
+            if kind == res or kind in (res.plural, res.group_resource,
+                                       (res.group, res.version, res.plural)):
+                return lister
+        raise KeyError(f"the controller does not watch {kind!r}")
+
+    def get(self, request: str, kind: KindRef | None = None) -> dict[str, Any] | None:
+        """The object named by ``request`` from the cache of the primary kind (or of
+        ``kind``), ``None`` when absent (a deleted primary: its dependents go with the garbage
+        collector, its finalizers ran before)."""
+        lister = self.primary if kind is None else self[kind]
+        found: Any = lister.indexer.get_by_key(Request.from_key(request).key)
+        return found if isinstance(found, dict) else None
+
+
+@dataclass
+class _Watch:
+    resource: Resource
+    handler: Callable[[Controller], Any]
+    predicates: tuple[Predicate, ...]
+
+
+class ControllerBuilder:
+    """Builds one controller for ``manager`` (controller-runtime ``builder.Builder``).
+
+    Args:
+        manager: the :class:`~informers.manager.Manager` whose factory supplies the
+            informers and which runs the controller (leader-only, as controller-runtime's).
+    """
+
+    def __init__(self, manager: _Manager) -> None:
+        self._manager = manager
+        self._factory = manager.factory
+        self._primary: Resource | None = None
+        self._watches: list[_Watch] = []
+        self._filters: list[Predicate] = []
+        self._options: dict[str, Any] = {}
+        self._name: str | None = None
+        self._listers: Listers | None = None
+        self._built = False
+        self._priority = False
+
+    # -- what to watch ----------------------------------------------------------------------
+
+    def _resource(self, kind: KindRef) -> Resource:
+        if isinstance(kind, Resource):
+            return kind
+        if isinstance(kind, tuple):
+            return self._factory.for_resource(*kind).resource
+        return lookup(kind)
+
+    def for_(self, kind: KindRef, *predicates: Predicate) -> ControllerBuilder:
+        """The kind this controller reconciles (``For``); once.
+
+        Raises:
+            ValueError: called twice.
+        """
+        if self._primary is not None:
+            raise ValueError("for_() was already called: a controller reconciles one kind "
+                             "(use watches() for more)")
+        res = self._resource(kind)
+        self._primary = res
+        self._listers = Listers(res, self._factory)
+        self._listers._add(res)
+        self._watches.insert(0, _Watch(res, EnqueueRequestForObject, predicates))
+        return self
+
+    def owns(self, kind: KindRef, *predicates: Predicate) -> ControllerBuilder:
+        """Objects of ``kind`` whose controller owner is the primary kind enqueue that owner
+        (``Owns``); call after :meth:`for_`."""
+        primary = self._need_primary("owns")
+        res = self._resource(kind)
+        self._require(self._listers)._add(res)
+
+        def handler(controller: Controller) -> EnqueueRequestForOwner:
+            return EnqueueRequestForOwner(controller, primary.kind, primary.api_version,
+                                          owner_namespaced=primary.namespaced)
+
+        self._watches.append(_Watch(res, handler, predicates))
+        return self
+
+    def watches(self, kind: KindRef, map_fn: Callable[[Any], Iterable[str]],
+                *predicates: Predicate) -> ControllerBuilder:
+        """Objects of ``kind`` enqueue the keys (or Requests) ``map_fn(obj)`` returns
+        (``Watches`` with ``EnqueueRequestsFromMapFunc``)."""
+        res = self._resource(kind)
+        if self._listers is not None:
+            self._listers._add(res)
+
+        def handler(controller: Controller) -> EnqueueRequestsFromMapFunc:
+            return EnqueueRequestsFromMapFunc(controller, map_fn)
+
+        self._watches.append(_Watch(res, handler, predicates))
+        return self
+
+    def with_event_filter(self, *predicates: Predicate) -> ControllerBuilder:
+        """Predicates every watch's events must pass (``WithEventFilter``)."""
+        self._filters.extend(predicates)
+        return self
+
+    def with_options(self, *, workers: int | None = None,
+                     rate_limiter: RateLimiter | None = None,
+                     reconcile_timeout: float | None = None,
+                     max_retries: int | _Unset | None = _UNSET,
+                     name: str | None = None, clock: Clock | None = None,
+                     metrics: Any = None, priority_queue: bool | None = None
+                     ) -> ControllerBuilder:
+        """The controller's options (``WithOptions``): ``workers`` (controller-runtime
+        ``MaxConcurrentReconciles``, default 1), ``rate_limiter``, ``reconcile_timeout``
+        (seconds; controller-runtime ``ReconciliationTimeout``: the requests a reconcile
+        sends through :class:`~informers.client.Client` are cut to the time left and fail
+        once it is up, and a reconcile that returns after it counts as failed), ``max_retries``
+        (default :data:`~informers.controller.controller.DEFAULT_MAX_RETRIES`; ``None``:
+        forever), ``name`` (default: the primary kind in lower case, as controller-runtime's),
+        ``clock``, ``metrics``, ``priority_queue`` (controller-runtime v0.23
+        ``UsePriorityQueue`` with ``WithLowPriorityWhenUnchanged`` on every watch: adds from
+        an informer's initial list and resyncs of unchanged objects, i.e. updates whose
+        ``resourceVersion`` did not move, go after the keys of fresh changes)."""
+        if workers is not None:
+            self._options["workers"] = workers
+        if rate_limiter is not None:
+            self._options["rate_limiter"] = rate_limiter
+        if reconcile_timeout is not None:
+            if reconcile_timeout <= 0:
+                raise ValueError(f"reconcile_timeout must be positive, got {reconcile_timeout}")
+            self._options["reconcile_timeout"] = reconcile_timeout
+        if not isinstance(max_retries, _Unset):
+            self._options["max_retries"] = max_retries
+        if clock is not None:
+            self._options["clock"] = clock
+        if metrics is not None:
+            self._options["metrics"] = metrics
+        if name is not None:
+            self._name = name
+        if priority_queue is not None:
+            self._priority = priority_queue
+        return self
+
+    def named(self, name: str) -> ControllerBuilder:
+        """The controller's name (``Named``): logs, metrics and the queue."""
+        self._name = name
+        return self
+
+    # -- building ---------------------------------------------------------------------------
+
+    @property
+    def listers(self) -> Listers:
+        """The listers of the watched kinds (after :meth:`for_`)."""
+        return self._require(self._listers)
+
+    def complete(self, reconcile: Reconciler | Callable[[Listers], Reconciler]
+                 ) -> Controller:
+        """Build the controller around ``reconcile`` and add it to the manager (``Complete``).
+
+        ``reconcile`` is ``reconcile(request)``, or a factory ``make(listers)`` returning
+        one (told apart by its one parameter's annotation being :class:`Listers` or its
+        name being ``listers``).
+
+        Raises:
+            ValueError: no :meth:`for_`, or the builder was used already.
+        """
+        if self._built:
+            raise ValueError("this builder already built its controller")
+        primary = self._need_primary("complete")
+        listers = self._require(self._listers)
+        fn: Reconciler = reconcile(listers) if _is_factory(reconcile) else reconcile  # type: ignore[assignment,arg-type]
+        options = dict(self._options)
+        timeout = options.pop("reconcile_timeout", None)
+        clock = options.get("clock")
+        max_retries = options.pop("max_retries", DEFAULT_MAX_RETRIES)
+        name = self._name or primary.kind.lower() or primary.plural
+
+        def run(key: str) -> Result | None:
+            request = Request.from_key(key)
+            if timeout is None:
+                return fn(request)
+            started = (clock or _real()).now()
+            with deadline(timeout, clock or _real()):
+                result = fn(request)
+            if (clock or _real()).now() - started > timeout:
+                raise DeadlineExceededError(
+                    f"reconcile of {request.key} ran past its {timeout:g}s timeout")
+            return result
+
+        controller = Controller(name, run, max_retries=max_retries, **options)
+        for watch in self._watches:
+            informer = self._factory.informer_for(watch.resource)
+            handler: Any = watch.handler
+            if self._priority:
+                handler = LowPriorityWhenUnchanged(controller, watch.handler)
+            controller.watch(informer, handler, *watch.predicates, *self._filters)
+        self._built = True
+        self._manager.add(controller)
+        return controller
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _need_primary(self, what: str) -> Resource:
+        if self._primary is None:
+            raise ValueError(f"{what}() needs for_() first: the kind the controller reconciles")
+        return self._primary
+
+    @staticmethod
+    def _require(listers: Listers | None) -> Listers:
+        if listers is None:
+            raise ValueError("for_() has not been called")
+        return listers
+
+
+def _real() -> Clock:
+    from informers.clock import REAL_CLOCK
+
+    return REAL_CLOCK
+
+
+def _is_factory(fn: Callable[..., Any]) -> bool:
+    try:
+        params = builtins.list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if len(params) != 1:
+        return False
+    annotation = params[0].annotation
+    return params[0].name == "listers" or annotation in (Listers, "Listers")
+
+
+class LowPriorityWhenUnchanged:
+    """Wraps an enqueue handler so that the keys it enqueues for an object that did not
+    change go into the work queue's low-priority lane (controller-runtime v0.23
+    ``handler.WithLowPriorityWhenUnchanged``): an add from the informer's initial list, and
+    an update whose old and new ``resourceVersion`` are equal (a resync). Everything else
+    (fresh adds, real updates, deletes) enqueues normally. Handlers of one registration run
+    on one thread; the flag that says which lane is per thread."""
+
+    def __init__(self, controller: Controller,
+                 inner: Callable[[Any], Any]) -> None:
+        self._queue = controller.queue
+        self._local = threading.local()
+        self.inner = inner(self)
+
+    def add(self, key: str) -> None:
+        """The inner handler's enqueue: into the lane this event chose."""
+        self._queue.add(key, low_priority=getattr(self._local, "low", False))
+
+    def _with(self, low: bool, fn: Callable[..., None], *args: Any) -> None:
+        self._local.low = low
+        try:
+            fn(*args)
+        finally:
+            self._local.low = False
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        self._with(is_in_initial_list, self.inner.on_add, obj, is_in_initial_list)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        unchanged = _rv(old) is not None and _rv(old) == _rv(new)
+        self._with(unchanged, self.inner.on_update, old, new)
+
+    def on_delete(self, obj: Any) -> None:
+        self._with(False, self.inner.on_delete, obj)
+
+
+def _rv(obj: Any) -> str | None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return rv if isinstance(rv, str) and rv else None

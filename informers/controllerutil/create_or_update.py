@@ -1,0 +1,151 @@
+"""Creates an object or brings it to the state a mutate function gives it (controller-runtime
+``controllerutil.CreateOrUpdate`` / ``CreateOrPatch``).
+
+The object passed in names what to write (``apiVersion``, ``kind``, ``metadata.name`` and
+``metadata.namespace``); it is read live from the server (not a cache), handed to ``mutate``
+(which edits it in place to the desired state), and then created when it was missing,
+written when ``mutate`` changed it, and left alone otherwise. The object passed in becomes
+the server's answer, as the Go functions update theirs.
+
+``mutate`` must not change the name or namespace (``ValueError``, as controller-runtime's
+``MutateFn cannot mutate object name and/or object namespace``). A mutate that sets fields
+the server defaults differently (or rewrites them) makes every call an update: set only the
+fields you own, or use server-side apply (:meth:`informers.client.Client.apply`).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from informers.client.client import Client
+from informers.errors import NotFound
+
+__all__ = ["MutateFn", "OperationResult", "create_or_patch", "create_or_update", "merge_patch"]
+
+MutateFn = Callable[[dict[str, Any]], None]
+"""Edits the object in place to its desired state."""
+
+
+class OperationResult(str, enum.Enum):
+    """What :func:`create_or_update` / :func:`create_or_patch` did; the values complete the
+    sentence "Deployment default/foo has been ..." (``controllerutil.OperationResult``)."""
+
+    NONE = "unchanged"
+    CREATED = "created"
+    UPDATED = "updated"
+    UPDATED_STATUS = "updatedStatus"
+    UPDATED_STATUS_ONLY = "updatedStatusOnly"
+
+
+def _key(obj: MutableMapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _mutate(mutate: MutateFn | None, key: tuple[str, str], obj: dict[str, Any]) -> None:
+    if mutate is not None:
+        mutate(obj)
+    if _key(obj) != key:
+        raise ValueError("MutateFn cannot mutate object name and/or object namespace")
+
+
+def _replace(obj: MutableMapping[str, Any], answer: dict[str, Any]) -> None:
+    obj.clear()
+    obj.update(answer)
+
+
+def _get(client: Client, obj: MutableMapping[str, Any]) -> dict[str, Any] | None:
+    namespace, name = _key(obj)
+    res = client.resource(None, obj)  # an unknown kind's NotFound is not a missing object
+    try:
+        current = client.get(res, name, namespace or None)
+    except NotFound:
+        return None
+    current.setdefault("apiVersion", obj.get("apiVersion"))
+    current.setdefault("kind", obj.get("kind"))
+    return current
+
+
+def create_or_update(client: Client, obj: MutableMapping[str, Any],
+                     mutate: MutateFn | None) -> OperationResult:
+    """Create ``obj`` or update it with ``mutate``'s changes (PUT, conditional on the
+    ``resourceVersion`` just read: a concurrent write raises ``Conflict``).
+
+    Raises:
+        ValueError: ``mutate`` changed the name or namespace (nothing is written).
+        StatusError: the read (other than 404) or the write failed; ``mutate`` is not
+            called when the read failed.
+    """
+    key = _key(obj)
+    current = _get(client, obj)
+    if current is None:
+        desired = copy.deepcopy(dict(obj))
+        _mutate(mutate, key, desired)
+        _replace(obj, client.create(desired))
+        return OperationResult.CREATED
+    existing = copy.deepcopy(current)
+    _mutate(mutate, key, current)
+    if current == existing:
+        _replace(obj, current)
+        return OperationResult.NONE
+    _replace(obj, client.update(current))
+    return OperationResult.UPDATED
+
+
+def merge_patch(before: Any, after: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns ``before`` into ``after``: removed keys
+    become ``None``, changed values (lists whole) are given, equal ones left out
+    (``jsonpatch.CreateMergePatch``, what controller-runtime's ``client.MergeFrom`` sends)."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return after
+    patch: dict[str, Any] = {}
+    for k in before:
+        if k not in after:
+            patch[k] = None
+    for k, v in after.items():
+        if k not in before:
+            patch[k] = v
+        elif before[k] != v:
+            patch[k] = merge_patch(before[k], v) if isinstance(v, dict) and isinstance(
+                before[k], dict) else v
+    return patch
+
+
+def create_or_patch(client: Client, obj: MutableMapping[str, Any],
+                    mutate: MutateFn | None) -> OperationResult:
+    """Create ``obj`` or merge-patch ``mutate``'s changes: the object without ``status``
+    first, then the ``status`` subresource when ``mutate`` changed the status
+    (``CreateOrPatch``: result ``updated``, ``updatedStatus`` or ``updatedStatusOnly``).
+
+    Raises:
+        as :func:`create_or_update`.
+    """
+    key = _key(obj)
+    current = _get(client, obj)
+    if current is None:
+        desired = copy.deepcopy(dict(obj))
+        _mutate(mutate, key, desired)
+        _replace(obj, client.create(desired))
+        return OperationResult.CREATED
+    before = copy.deepcopy(current)
+    _mutate(mutate, key, current)
+    before_status, after_status = before.pop("status", None), current.get("status")
+    after = {k: v for k, v in current.items() if k != "status"}
+    res = client.resource(None, current)
+    namespace, name = key
+    result = OperationResult.NONE
+    answer = current
+    if before != after:
+        answer = client.patch(res, name, merge_patch(before, after), namespace or None)
+        result = OperationResult.UPDATED
+    if ("status" in current or before_status is not None) and before_status != after_status:
+        answer = client.patch_status(
+            res, name, {"status": merge_patch(before_status or {}, after_status or {})},
+            namespace or None)
+        result = (OperationResult.UPDATED_STATUS if result is OperationResult.UPDATED
+                  else OperationResult.UPDATED_STATUS_ONLY)
+    _replace(obj, answer)
+    return result

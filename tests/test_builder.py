@@ -1,0 +1,273 @@
+"""informers.controller.builder.ControllerBuilder and informers.testing.runner, on both
+servers: a ConfigMap controller that owns Secrets and watches Pods, run with run_manager."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from informers.client import Client
+from informers.clock import FakeClock
+from informers.controller import ControllerBuilder, Request, new_predicate_funcs
+from informers.controllerutil import set_controller_reference
+from informers.deadline import check, deadline, remaining
+from informers.errors import AlreadyExists, DeadlineExceededError, NotFound
+from informers.factory import SharedInformerFactory
+from informers.manager import Manager
+from informers.testing.runner import eventually, run_manager
+
+
+@pytest.fixture
+def setup(any_api_server):
+    api = any_api_server.api_client()
+    ns = any_api_server.namespace
+    factory = SharedInformerFactory(api, namespace=ns)
+    manager = Manager(api, factory=factory, shutdown_timeout=5.0)
+    yield manager, Client(api, field_manager="test-builder"), ns
+    api.close()
+
+
+def configmap(name: str, ns: str, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+
+
+def test_for_owns_watches(setup):
+    manager, client, ns = setup
+    seen: list[Request] = []
+    builder = (ControllerBuilder(manager).for_("configmaps").owns("secrets")
+               .watches("pods", lambda pod: [f"{pod['metadata']['namespace']}/"
+                                             f"{pod['metadata']['labels']['cm']}"]))
+    listers = builder.listers
+
+    def reconcile(request: Request) -> None:
+        seen.append(request)
+        cm = listers.get(request)
+        if cm is None:
+            return
+        secret = {"apiVersion": "v1", "kind": "Secret",
+                  "metadata": {"name": request.name, "namespace": request.namespace},
+                  "stringData": {"from": cm["data"]["k"]}}
+        set_controller_reference(cm, secret)
+        try:
+            client.create(secret)
+        except AlreadyExists:
+            pass
+
+    controller = builder.complete(reconcile)
+    assert controller.name == "configmap"
+    with run_manager(manager):
+        client.create(configmap("a", ns))
+        secret = eventually(lambda: client.get("secrets", "a", ns))
+        assert secret["metadata"]["ownerReferences"][0]["kind"] == "ConfigMap"
+        assert Request(ns, "a") in seen
+        assert all(isinstance(r, Request) for r in seen)
+        assert seen[0].namespace == ns and seen[0].name == "a" and seen[0] == f"{ns}/a"
+        # the owned Secret's deletion enqueues its owner, which recreates it
+        uid = secret["metadata"]["uid"]
+        client.delete("secrets", "a", ns)
+        eventually(lambda: client.get("secrets", "a", ns)["metadata"]["uid"] != uid)
+        # a Pod maps to the ConfigMap its label names
+        count = len(seen)
+        client.create({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "namespace": ns, "labels": {"cm": "a"}},
+                       "spec": {"containers": [{"name": "c", "image": "registry.invalid/x"}]}})
+        eventually(lambda: len(seen) > count and seen[-1] == Request(ns, "a"))
+    assert manager.factory.informers().keys() == {"configmaps", "secrets", "pods"}
+
+
+def test_event_filter_and_a_key_reconciler(setup):
+    manager, client, ns = setup
+    keys: list[str] = []
+    only_wanted = new_predicate_funcs(
+        lambda obj: (obj["metadata"].get("labels") or {}).get("want") == "yes")
+    (ControllerBuilder(manager).for_("configmaps").with_event_filter(only_wanted)
+     .with_options(workers=2, name="filtered").complete(keys.append))
+    with run_manager(manager):
+        client.create(configmap("skip", ns))
+        client.create(configmap("take", ns, want="yes"))
+        eventually(lambda: keys == [f"{ns}/take"])
+
+
+def test_the_reconciler_factory_gets_the_listers(setup):
+    manager, client, ns = setup
+    names: list[str] = []
+
+    def make(listers):
+        def reconcile(request: Request) -> None:
+            obj = listers.primary.by_namespace(request.namespace).get(request.name)
+            names.append(obj["metadata"]["name"])
+        return reconcile
+
+    ControllerBuilder(manager).for_("configmaps").complete(make)
+    with run_manager(manager):
+        client.create(configmap("f", ns))
+        eventually(lambda: names == ["f"])
+
+
+def test_a_reconcile_past_its_timeout_fails_its_requests_and_is_retried(setup):
+    manager, client, ns = setup
+    outcomes: list[str] = []
+
+    def reconcile(request: Request) -> None:
+        if not outcomes:
+            threading.Event().wait(0.4)  # past the 0.2 s reconcile timeout
+            try:
+                client.get("configmaps", request.name, request.namespace)
+            except DeadlineExceededError as err:
+                outcomes.append(str(err))
+                raise
+        outcomes.append("ok")
+
+    (ControllerBuilder(manager).for_("configmaps")
+     .with_options(reconcile_timeout=0.2).complete(reconcile))
+    with run_manager(manager):
+        client.create(configmap("slow", ns))
+        eventually(lambda: outcomes and outcomes[-1] == "ok")
+    assert outcomes[0].endswith("context deadline exceeded")
+    assert outcomes[0].startswith(f"GET /api/v1/namespaces/{ns}/configmaps/slow")
+
+
+def test_builder_misuse():
+    manager = Manager(None, factory=SharedInformerFactory(None))
+    with pytest.raises(ValueError, match="needs for_"):
+        ControllerBuilder(manager).owns("secrets")
+    b = ControllerBuilder(manager).for_("configmaps")
+    with pytest.raises(ValueError, match="already called"):
+        b.for_("secrets")
+    with pytest.raises(KeyError, match="does not watch 'pods'"):
+        b.listers["pods"]
+    with pytest.raises(ValueError, match="positive"):
+        b.with_options(reconcile_timeout=0)
+
+
+# -- deadline ---------------------------------------------------------------------------------
+
+
+def test_deadline_on_a_fake_clock():
+    clock = FakeClock()
+    assert remaining() is None
+    with deadline(2.0, clock):
+        assert remaining() == 2.0
+        with deadline(5.0, clock):  # an inner, later deadline does not extend it
+            assert remaining() == 2.0
+        with deadline(1.0, clock):
+            assert remaining() == 1.0
+        clock.step(2.0)
+        with pytest.raises(DeadlineExceededError, match="GET x: context deadline exceeded"):
+            check("GET x")
+    assert remaining() is None
+
+
+# -- runner -----------------------------------------------------------------------------------
+
+
+def test_eventually_failure_message():
+    def never() -> bool:
+        assert 1 == 2, "one is not two"
+        return True
+
+    with pytest.raises(AssertionError) as info:
+        eventually(never, timeout=0.05, interval=0.01, message="waiting for two")
+    text = str(info.value)
+    assert text.startswith("waiting for two: test_eventually_failure_message.<locals>.never "
+                           "still failing after ")
+    assert "over 0.05s; last: AssertionError: one is not two" in text
+    with pytest.raises(AssertionError, match=r"last: returned \[\]"):
+        eventually(list, timeout=0.02, interval=0.01)
+    with pytest.raises(AssertionError, match="last: NotFound"):
+        eventually(lambda: (_ for _ in ()).throw(NotFound({"code": 404, "reason": "NotFound"})),
+                   timeout=0.02, interval=0.01)
+
+
+def test_run_manager_reraises_a_runnable_error(api_server):
+    api = api_server.api_client()
+    manager = Manager(api, shutdown_timeout=2.0)
+
+    def failing(stop: threading.Event) -> None:
+        raise RuntimeError("runnable broke")
+
+    manager.add_runnable(failing, name="failing")
+    with pytest.raises(RuntimeError, match="runnable broke"), run_manager(manager):
+        eventually(lambda: False, timeout=1)
+    api.close()
+
+
+def test_run_manager_stops_and_joins(api_server):
+    api = api_server.api_client()
+    manager = Manager(api, shutdown_timeout=2.0)
+    stopped = threading.Event()
+
+    def runnable(stop: threading.Event) -> None:
+        stop.wait()
+        stopped.set()
+
+    manager.add_runnable(runnable, name="waits")
+    with run_manager(manager) as running:
+        assert running is manager and manager.caches_synced()
+        assert not stopped.is_set()
+    assert stopped.is_set()
+    assert not [t for t in threading.enumerate() if t.name == "run-manager"]
+    api.close()
+
+
+def test_the_manager_fixture(manager, api_client):
+    assert manager.api_client is api_client
+    with run_manager(manager):
+        assert manager.caches_synced()
+
+
+# -- the priority queue (controller-runtime v0.23 WithLowPriorityWhenUnchanged) -----------------
+
+
+def test_low_priority_items_go_after_fresh_ones():
+    from informers.workqueue.queue import Queue
+
+    q: Queue[str] = Queue()
+    q.add("initial-1", low_priority=True)
+    q.add("initial-2", low_priority=True)
+    q.add("fresh")
+    q.add("initial-2")  # a fresh change of a waiting low item raises it
+    assert len(q) == 3
+    assert [q.get()[0] for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
+    # re-added (low) while processing: queued again on done, in the low lane
+    q.add("initial-1", low_priority=True)
+    q.add("other")
+    q.done("initial-1")
+    assert [q.get()[0] for _ in range(2)] == ["other", "initial-1"]
+
+
+def obj(name: str, rv: str) -> dict:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+def test_low_priority_when_unchanged_handler():
+    from informers.controller import Controller, EnqueueRequestForObject
+    from informers.controller.builder import LowPriorityWhenUnchanged
+
+    controller = Controller("c", lambda key: None)
+    handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
+    handler.on_add(obj("listed", "1"), True)          # initial list: low
+    handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
+    handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
+    handler.on_add(obj("created", "5"), False)        # a fresh add
+    handler.on_delete(obj("deleted", "6"))
+    q = controller.queue
+    assert [q.get()[0] for _ in range(5)] == [
+        "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
+    q.shut_down()
+
+
+def test_builder_with_a_priority_queue_reconciles(setup):
+    manager, client, ns = setup
+    keys: list[str] = []
+    client.create(configmap("before", ns))
+    (ControllerBuilder(manager).for_("configmaps").with_options(priority_queue=True)
+     .complete(keys.append))
+    with run_manager(manager):
+        client.create(configmap("after", ns))
+        eventually(lambda: sorted(keys) == [f"{ns}/after", f"{ns}/before"])
