@@ -230,7 +230,8 @@ def test_caches_that_never_sync_exit_1_naming_the_informers(tmp_path):
     assert errors[0].startswith(prefix)
     named = [part.split(" (", 1)[0] for part in errors[0][len(prefix):].split("), ")]
     assert named == ["endpoints", "pods", "services"]
-    assert errors[0].count("(last error: list v1/") == 3
+    for kind, plural in (("Endpoints", "endpoints"), ("Pod", "pods"), ("Service", "services")):
+        assert f"(last error: failed to list {kind}: list v1/{plural}: " in errors[0]
     assert errors[0].count("Connection refused") == 3
     assert result.stderr.splitlines()[-1].endswith("endpoint controller stopped (exit code 1)")
 

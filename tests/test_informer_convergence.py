@@ -379,10 +379,11 @@ def _wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
         time.sleep(interval)
 
 
-def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> None:
-    """One seeded run; ``require_tombstones`` also asserts that some relist had to deliver a
-    DeletedFinalStateUnknown (true of the fixed seed; whether a delete is missed during a
-    disconnect depends on the seed's timing, so the sweep over seeds only checks convergence)."""
+def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> int:
+    """One seeded run; returns the DeletedFinalStateUnknown notifications its relists delivered.
+    ``require_tombstones`` asserts there were some: whether a delete is missed during a
+    disconnect depends on thread timing as well as the seed, so the sweep over seeds asserts it
+    over all its runs together instead."""
     tag = f"[{SEED_ENV}={seed}]"
     master = random.Random(seed)
     server = ApiServer(bookmark_interval=BOOKMARK_INTERVAL, watch_cache=False)
@@ -504,6 +505,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> N
         assert len(truth) >= plan.names // 10, f"{tag} only {len(truth)} pods at the end"
         assert tombstones > 0 or not require_tombstones, (
             f"{tag} no relist ever delivered a DeletedFinalStateUnknown")
+        result = tombstones
         assert len(early.events) > len(truth), (
             f"{tag} the early handler saw only {len(early.events)} events")
         print(f"{tag} {total.succeeded}/{total.attempted} writes in "
@@ -520,6 +522,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> N
         factory.shutdown()
         api_client.close()
         server.stop()
+    return result
 
 
 SUITE_SEEDS = 20
@@ -533,7 +536,21 @@ to run one seed of your choice (or ``random``) instead."""
 def test_cache_and_handlers_converge_under_random_faults(offset: int) -> None:
     if os.environ.get(SEED_ENV, "").strip() and offset:
         pytest.skip(f"{SEED_ENV} runs its one seed")
-    run_convergence(SMALL, _seed() + offset, require_tombstones=offset == 0)
+    SWEEP_TOMBSTONES[offset] = run_convergence(SMALL, _seed() + offset,
+                                               require_tombstones=False)
+
+
+SWEEP_TOMBSTONES: dict[int, int] = {}
+"""offset -> DeletedFinalStateUnknown notifications of that seed's run (filled by the sweep)."""
+
+
+@pytest.mark.slow
+def test_the_seed_sweep_made_relists_deliver_tombstones() -> None:
+    """Over the whole sweep some relist had to repair a missed delete (else the sweep would not
+    exercise DeletedFinalStateUnknown at all); runs after the sweep, in file order."""
+    if len(SWEEP_TOMBSTONES) < SUITE_SEEDS:
+        pytest.skip(f"the sweep ran {len(SWEEP_TOMBSTONES)} of {SUITE_SEEDS} seeds")
+    assert sum(SWEEP_TOMBSTONES.values()) > 0, SWEEP_TOMBSTONES
 
 
 @pytest.mark.slow
