@@ -242,6 +242,13 @@ class ResourceRegistry:
             self._order.append(rt)
         return rt
 
+    def remove(self, rt: ResourceType) -> None:
+        """Stop serving ``rt`` (a deleted CRD's version). Absent: nothing happens."""
+        with self._lock:
+            key = (rt.group, rt.version, rt.plural)
+            if self._by_path.get(key) == rt:
+                self._order.remove(self._by_path.pop(key))
+
     def all(self) -> list[ResourceType]:
         with self._lock:
             return list(self._order)

@@ -20,6 +20,7 @@ from informers.clock import REAL_CLOCK, Clock
 from informers.testing import client_config, status, tls
 from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
+from informers.testing.crds import CRD_RESOURCE, CustomResources, read_crds
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
 from informers.testing.field_validation import FieldValidator
@@ -152,6 +153,7 @@ class ApiServer:
         max_request_body_bytes: int = status.MAX_REQUEST_BODY_BYTES,
         header_read_timeout: float = 32.0, idle_timeout: float = 90.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        crds: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         if header_read_timeout <= 0 or idle_timeout <= 0:
             raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
@@ -167,6 +169,9 @@ class ApiServer:
         self.registry = ResourceRegistry()
         self.storage = Storage(history_limit=history_limit, clock=clock)
         self.strategy = Strategy(self.storage, self.registry, clock)
+        self.custom_resources = CustomResources(self.registry, self.storage)
+        self.strategy.custom = self.custom_resources
+        self.custom_resources.attach(self.strategy)
         self.faults = Faults()
         self.request_log_store = RequestLog()
         self.endpoints = Endpoints(
@@ -187,6 +192,8 @@ class ApiServer:
         namespaces_rt = self.registry.find("namespaces")
         for name in namespaces:
             self.strategy.create(namespaces_rt, "", {"metadata": {"name": name}}, seeding=True)
+        for crd in read_crds(crds):
+            self.strategy.create(CRD_RESOURCE, "", crd)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -315,10 +322,15 @@ class ApiServer:
     # -- seeding helpers (no HTTP; watchers see the changes) -----------------------------------
 
     def _rt(self, resource: str | None, obj: dict[str, Any] | None = None) -> ResourceType:
-        if resource is not None:
-            return self.registry.find(resource)
-        assert obj is not None
-        return self.registry.for_object(obj)
+        """The served resource; a kind not served is the API's 404 (``the server could not
+        find the requested resource``), as a request to its path would answer."""
+        try:
+            if resource is not None:
+                return self.registry.find(resource)
+            assert obj is not None
+            return self.registry.for_object(obj)
+        except KeyError:
+            raise status.not_found_path() from None
 
     @staticmethod
     def _typed(rt: ResourceType, entry: Entry) -> dict[str, Any]:
