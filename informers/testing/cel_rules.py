@@ -6,7 +6,7 @@ write of a custom resource (``apiextensions-apiserver/pkg/apiserver/schema/cel/v
 ``Validator.Validate``): ``self`` is the value at the schema node that declares the rule,
 ``oldSelf`` the value the previous version had there (a rule naming ``oldSelf`` is a
 *transition rule*, evaluated only on updates where an old value exists). A rule that
-evaluates to false is a cause ``<path>: Invalid value: "<type>": <message>`` (the rule's
+evaluates to false is a cause ``<path>: Invalid value: <message>`` (the rule's
 ``message``, else ``failed rule: <rule>``), with the rule's ``reason`` and ``fieldPath``
 when given.
 
@@ -79,8 +79,9 @@ def compile_errors(schema: Any, field: str) -> list[Cause]:
             try:
                 cel.compile(text)
             except (ValueError, RuntimeError) as err:
+                detail = str(err).removeprefix(f"Failed to parse expression '{text}': ")
                 causes.append(("FieldValueInvalid", where,
-                               f'Invalid value: "{text}": compilation failed: {err}'))
+                               f'Invalid value: "{text}": compilation failed: {detail}'))
     return causes
 
 
@@ -142,9 +143,6 @@ def evaluate(rules: tuple[CompiledRule, ...], obj: dict[str, Any],
             where = field + rule.field_path if rule.field_path else field
             message = rule.message or f"failed rule: {rule.rule}"
             body = _REASON_BODY.get(rule.reason, "Invalid value")
-            if rule.reason == "FieldValueInvalid":
-                text = f'{body}: "{rule.schema_type}": {message}'
-            else:
-                text = f"{body}: {message}"
+            text = f"{body}: {message}"  # field.Invalid without its value (OmitValue)
             causes.append((rule.reason, where or "<nil>", text))
     return causes

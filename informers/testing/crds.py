@@ -15,9 +15,10 @@ custom resource of it and stops serving it. As kube-apiserver does:
   and the ``NamesAccepted`` and ``Established`` conditions (a second write, a MODIFIED
   event, as on kube-apiserver; names that another CRD has accepted are refused with
   ``NamesAccepted`` False and the resource is not served);
-* a CRD carries the ``customresourcecleanup.apiextensions.k8s.io`` finalizer; a delete marks
-  it, then (within the same request here, asynchronously there) every custom resource of it
-  is deleted and the finalizer removed, which removes the CRD;
+* a delete adds the ``customresourcecleanup.apiextensions.k8s.io`` finalizer and the
+  ``Terminating`` condition and marks the CRD, then (within the same request here,
+  asynchronously there) every custom resource of it is deleted and the finalizer removed,
+  which removes the CRD;
 * custom resources are defaulted, pruned and validated by the served version's schema
   (:class:`CustomResources`), their ``status`` is dropped on create and kept by
   main-resource updates when the status subresource is on.
@@ -28,6 +29,8 @@ Several versions may be served (``served``/``storage``); conversion ``None`` onl
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import pathlib
 from collections.abc import Iterable
@@ -38,7 +41,8 @@ import yaml
 
 from informers.testing import cel_rules, status
 from informers.testing import structural_schema as structural
-from informers.testing.resources import ResourceRegistry, ResourceType
+from informers.testing.endpoints import Response
+from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
 
@@ -50,6 +54,11 @@ __all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 """The finalizer kube-apiserver puts on every CRD (``apiextensions/v1``
 ``CustomResourceCleanupFinalizer``)."""
+
+_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update",
+                 "watch")
+"""A custom resource's verbs in the order kube-apiserver's discovery lists them (unsorted:
+``apiextensions-apiserver/pkg/apiserver/customresource_discovery_controller.go``)."""
 
 CRD_RESOURCE = ResourceType(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
@@ -74,6 +83,32 @@ class CustomResourceType(ResourceType):
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     selectable_fields: tuple[str, ...] = ()
     rules: Any = field(default=None, compare=False, hash=False)
+    storage_version: str = ""
+
+    def discovery(self) -> list[dict[str, Any]]:
+        """As :meth:`ResourceType.discovery`, plus the ``storageVersionHash`` of the storage
+        version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``)."""
+        entries = super().discovery()
+        gvk = f"{self.group}/{self.storage_version}/{self.kind}"
+        entries[0]["storageVersionHash"] = base64.b64encode(
+            hashlib.sha256(gvk.encode()).digest()[:8]).decode()
+        return entries
+
+
+_BUILTIN_GROUPS = frozenset({rt.group for rt in BUILTIN_RESOURCES} | {CRD_RESOURCE.group})
+
+
+def is_builtin_group(group: str) -> bool:
+    """A group some compiled-in kind belongs to (``apps``...), not one only CRDs serve."""
+    return group in _BUILTIN_GROUPS
+
+
+def page_not_found() -> Response:
+    """What kube-apiserver answers for a resource path of a group or version no API
+    serves (a CRD's group once the CRD is gone, a CRD version not served): the request
+    falls through the apiextensions handler to Go's ``http.NotFound``, a plain text body."""
+    return Response(404, b"404 page not found\n", [
+        ("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")])
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -84,7 +119,8 @@ def _quoted(value: Any) -> str:
     return structural._go_value(value)
 
 
-def _version_errors(version: Any, index: int, status_enabled: bool) -> list[Cause]:
+def _version_errors(version: Any, index: int, status_enabled: bool,
+                    shared_schema: bool) -> list[Cause]:
     path = f"spec.versions[{index}]"
     causes: list[Cause] = []
     if not isinstance(version, dict):
@@ -96,7 +132,10 @@ def _version_errors(version: Any, index: int, status_enabled: bool) -> list[Caus
     elif errs:
         causes.append(structural._invalid(f"{path}.name", name, ",".join(errs)))
     schema = (version.get("schema") or {}).get("openAPIV3Schema")
-    schema_path = f"{path}.schema.openAPIV3Schema"
+    # Versions that all have the same schema are validated as the internal type's top-level
+    # spec.validation (apiextensions v1 conversion hoists them), hence that path.
+    schema_path = ("spec.validation.openAPIV3Schema" if shared_schema
+                   else f"{path}.schema.openAPIV3Schema")
     if schema is None:
         causes.append(structural._required(schema_path, "schemas are required"))
     else:
@@ -138,9 +177,14 @@ def crd_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
     if not versions:
         causes.append(structural._required("spec.versions", "must have at least one version"))
     status_enabled = False
+    schemas = [_dict(v).get("schema") for v in versions]
+    shared = all(schema == schemas[0] for schema in schemas)
     for index, version in enumerate(versions):
         status_enabled = status_enabled or "status" in ((version or {}).get("subresources") or {})
-        causes.extend(_version_errors(version, index, status_enabled))
+        errors = _version_errors(version, index, status_enabled, shared)
+        if shared and index > 0:  # the hoisted schema is validated once
+            errors = [c for c in errors if not c[1].startswith("spec.validation.")]
+        causes.extend(errors)
     if versions:
         seen = [v.get("name") for v in versions if isinstance(v, dict)]
         if len(set(seen)) != len(seen):
@@ -232,6 +276,22 @@ class CustomResources:
         if rt == CRD_RESOURCE:
             self._reconcile(entry)
 
+    def deleting(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Before a delete marks ``obj``: a CRD gets the cleanup finalizer and the
+        ``Terminating`` condition (``registry/customresourcedefinition/etcd.go`` ``Delete``)."""
+        if rt != CRD_RESOURCE:
+            return
+        meta = obj["metadata"]
+        if CLEANUP_FINALIZER not in (meta.get("finalizers") or []):
+            meta["finalizers"] = [*(meta.get("finalizers") or []), CLEANUP_FINALIZER]
+        conditions = [c for c in _dict(obj.get("status")).get("conditions") or []
+                      if c.get("type") != "Terminating"]
+        conditions.append(_condition(
+            "Terminating", "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin "
+            "soon", self._now()))
+        obj.setdefault("status", {})["conditions"] = conditions
+
     def removed(self, rt: ResourceType, entry: Entry) -> None:
         if rt == CRD_RESOURCE:
             self._unserve(entry.name)
@@ -247,11 +307,7 @@ class CustomResources:
         if causes:
             raise status.invalid("CustomResourceDefinition", "apiextensions.k8s.io",
                                  (crd.get("metadata") or {}).get("name") or "", causes)
-        meta = crd["metadata"]
         if old is None:
-            finalizers = meta.setdefault("finalizers", [])
-            if CLEANUP_FINALIZER not in finalizers:
-                finalizers.append(CLEANUP_FINALIZER)
             if not (seeding and "status" in crd):
                 crd["status"] = {"conditions": [],
                                  "acceptedNames": {"plural": "", "kind": ""},
@@ -295,6 +351,7 @@ class CustomResources:
         if meta.get("deletionTimestamp"):
             self._finish_deletion(entry, crd)
             return
+        assert self._strategy is not None
         conflict = self._conflicting(crd)
         status_part = crd.setdefault("status", {})
         now = self._now()
@@ -322,7 +379,6 @@ class CustomResources:
         if status_part.get("conditions") == conditions and conflict is None:
             return
         status_part["conditions"] = conditions
-        assert self._strategy is not None
         self._strategy.update(CRD_RESOURCE, "", meta["name"], crd, subresource="status")
 
     def _now(self) -> str:
@@ -344,6 +400,7 @@ class CustomResources:
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 has_status="status" in subresources, has_generation=True, builtin=False,
+                verbs=_CUSTOM_VERBS, storage_version=self._storage_version(crd),
                 create_status=None, crd_name=crd["metadata"]["name"], schema=schema,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 selectable_fields=tuple(f.get("jsonPath", "")

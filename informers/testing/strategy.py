@@ -115,7 +115,9 @@ class Strategy:
         assert rt is not None
         return rt
 
-    def _body(self, rt: ResourceType, obj: Any) -> dict[str, Any]:
+    def _body(self, rt: ResourceType, obj: Any, seeding: bool = True) -> dict[str, Any]:
+        """Check and normalise a request body. Custom resources must name their
+        ``apiVersion`` (an unstructured object carries it; the seeding helpers need not)."""
         if not isinstance(obj, dict):
             raise status.bad_request(
                 f"the body of the request must be a JSON object of kind {rt.kind}"
@@ -127,9 +129,10 @@ class Strategy:
                 f'kind "{kind}" (apiVersion "{obj.get("apiVersion")}")'
             )
         api_version = obj.get("apiVersion")
-        if api_version not in (None, "", rt.api_version):
+        if api_version not in (None, "", rt.api_version) or (
+                not seeding and not rt.builtin and api_version != rt.api_version):
             raise status.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
+                f"the API version in the data ({api_version or ''}) does not match the expected "
                 f"API version ({rt.api_version})"
             )
         meta = obj.get("metadata")
@@ -177,7 +180,7 @@ class Strategy:
             StatusError: 400 bad body, 422 invalid name, 404 missing namespace, 403 namespace
                 terminating, 409 already exists, 500 resourceVersion set.
         """
-        obj = self._body(rt, obj)
+        obj = self._body(rt, obj, seeding)
         meta = obj["metadata"]
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
@@ -254,7 +257,7 @@ class Strategy:
         A ``metadata.resourceVersion`` in ``obj`` is a precondition (409 when stale); without
         one the update is unconditional. An update that changes nothing writes nothing.
         """
-        obj = self._body(rt, obj)
+        obj = self._body(rt, obj, seeding or subresource == "*")
         with self._storage.lock:
             current = self._current(rt, namespace, name)
             if seeding:
@@ -433,6 +436,8 @@ class Strategy:
                 return self._delete_namespace(rt, current, obj)
             if is_pods(rt):
                 return self._delete_pod(rt, current, obj, grace)
+            if self.custom is not None:
+                self.custom.deleting(rt, obj)
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp") and not meta.get("deletionGracePeriodSeconds"):
                     return current, False  # already marked; waiting for finalizers

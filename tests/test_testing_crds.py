@@ -1,0 +1,385 @@
+"""CustomResourceDefinitions on the embedded server, held to kube-apiserver v1.36.3: each test
+runs against both servers (``any_api_server``) with the same expected values.
+
+Upstream: ``k8s.io/apiextensions-apiserver@v0.36.3`` (``pkg/apis/apiextensions/validation``,
+``pkg/apiserver/schema``, ``pkg/apiserver/validation``, ``pkg/registry/customresource``).
+CRDs are cluster-scoped and the real server is shared by the session, so every test makes its
+own API group.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import time
+from typing import Any
+
+import pytest
+
+from informers.errors import StatusError
+
+WAIT = 10.0
+
+
+def call(server, method: str, path: str, body: Any = None,
+         content_type: str = "application/json") -> tuple[int, Any]:
+    """One request; (status code, decoded JSON body, or the text of another body)."""
+    api = server.api_client()
+    try:
+        method, url, headers, data, _ = api.param_serialize(
+            method, path, header_params={"Content-Type": content_type,
+                                         "Accept": "application/json"},
+            body=body, auth_settings=["BearerToken"])
+        response = api.call_api(method, url, headers, data, _request_timeout=30)
+        raw = response.read()
+        if not response.getheader("Content-Type", "").startswith("application/json"):
+            return response.status, raw.decode()
+        return response.status, json.loads(raw) if raw else None
+    finally:
+        api.close()
+
+
+def ok(server, method: str, path: str, body: Any = None,
+       content_type: str = "application/json") -> Any:
+    code, answer = call(server, method, path, body, content_type)
+    assert 200 <= code < 300, (code, json.dumps(answer))
+    return answer
+
+
+def new_group() -> str:
+    return f"t{secrets.token_hex(4)}.example.com"
+
+
+SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["size"],
+            "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                "name": {"type": "string", "maxLength": 5, "pattern": "^[a-z]+$"},
+                "when": {"type": "string", "format": "date-time"},
+                "port": {"x-kubernetes-int-or-string": True},
+                "note": {"type": "string", "nullable": True},
+                "tags": {"type": "array", "items": {"type": "string"},
+                         "x-kubernetes-list-type": "set"},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+    },
+}
+
+
+def crd_body(group: str, *, plural: str = "widgets", kind: str = "Widget",
+             schema: dict | None = None, versions: list | None = None,
+             scope: str = "Namespaced", **version_extra: Any) -> dict:
+    version = {"name": "v1", "served": True, "storage": True,
+               "schema": {"openAPIV3Schema": schema or SCHEMA}, **version_extra}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "kind": kind, "shortNames": ["wd"],
+                           "categories": ["all"]},
+                 "versions": versions or [version]},
+    }
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def install(server, crd: dict, *, create: bool = True) -> dict:
+    """Create ``crd`` (unless done) and wait until it is Established and its resource
+    answers."""
+    if create:
+        ok(server, "POST", CRDS, crd)
+    name = crd["metadata"]["name"]
+    deadline = time.monotonic() + WAIT
+    while True:
+        current = ok(server, "GET", f"{CRDS}/{name}")
+        conditions = {c["type"]: c["status"] for c in current["status"].get("conditions") or []}
+        if conditions.get("Established") == "True":
+            group = crd["spec"]["group"]
+            served = [v["name"] for v in crd["spec"]["versions"] if v["served"]]
+            plural = crd["spec"]["names"]["plural"]
+            if all(call(server, "GET", f"/apis/{group}/{v}/{plural}")[0] == 200
+                   for v in served):
+                return current
+        assert time.monotonic() < deadline, current
+        time.sleep(0.05)
+
+
+def uninstall(server, name: str) -> None:
+    call(server, "DELETE", f"{CRDS}/{name}")
+
+
+@pytest.fixture
+def widgets(any_api_server):
+    """A namespaced Widget CRD with SCHEMA and the status subresource; yields the path of
+    the test namespace's widgets."""
+    group = new_group()
+    crd = crd_body(group, subresources={"status": {}})
+    install(any_api_server, crd)
+    yield f"/apis/{group}/v1/namespaces/{any_api_server.namespace}/widgets"
+    uninstall(any_api_server, crd["metadata"]["name"])
+
+
+def widget(where: str, name: str, spec: dict | None = None, version: str = "v1",
+           **extra: Any) -> dict:
+    """A Widget of the group ``where`` (or of the collection path ``where``)."""
+    group = where.split("/")[2] if where.startswith("/") else where
+    return {"apiVersion": f"{group}/{version}", "kind": "Widget", "metadata": {"name": name},
+            "spec": {"size": 2} if spec is None else spec, **extra}
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
+def causes(answer: dict) -> list[tuple[str, str, str]]:
+    return [(c["reason"], c["field"], c["message"]) for c in answer["details"]["causes"]]
+
+
+# -- the CRD object --------------------------------------------------------------------------
+
+
+def test_a_crd_is_established_and_serves_its_resource(any_api_server):
+    s = any_api_server
+    group = new_group()
+    crd = crd_body(group, subresources={"status": {}})
+    created = ok(s, "POST", CRDS, crd)
+    assert created["spec"]["names"] == {
+        "plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList",
+        "shortNames": ["wd"], "categories": ["all"]}
+    assert created["spec"]["conversion"] == {"strategy": "None"}
+    assert created["status"]["storedVersions"] == ["v1"]
+    current = install(s, crd, create=False)
+    try:
+        assert "finalizers" not in current["metadata"]  # added by a delete
+        st = current["status"]
+        assert st["acceptedNames"] == created["spec"]["names"]
+        assert [(c["type"], c["status"], c["reason"], c["message"]) for c in st["conditions"]] == [
+            ("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+            ("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
+        ]
+        discovery = ok(s, "GET", f"/apis/{group}/v1")
+        assert discovery["groupVersion"] == f"{group}/v1"
+        assert discovery["resources"] == [
+            {"name": "widgets", "singularName": "widget", "namespaced": True, "kind": "Widget",
+             "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update",
+                       "watch"],
+             "shortNames": ["wd"], "categories": ["all"],
+             "storageVersionHash": storage_version_hash(group, "v1", "Widget")},
+            {"name": "widgets/status", "singularName": "", "namespaced": True, "kind": "Widget",
+             "verbs": ["get", "patch", "update"]},
+        ]
+        path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        ok(s, "POST", path, widget(group, "one"))
+        listed = ok(s, "GET", path)
+        assert listed["kind"] == "WidgetList"
+        assert [(i["kind"], i["apiVersion"], i["metadata"]["name"]) for i in listed["items"]] == [
+            ("Widget", f"{group}/v1", "one")]
+    finally:
+        uninstall(s, crd["metadata"]["name"])
+
+
+def test_deleting_a_crd_deletes_its_objects_and_its_resource(any_api_server):
+    s = any_api_server
+    group = new_group()
+    crd = crd_body(group)
+    install(s, crd)
+    path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+    ok(s, "POST", path, widget(group, "one"))
+    marked = ok(s, "DELETE", f"{CRDS}/{crd['metadata']['name']}")
+    assert marked["metadata"]["deletionTimestamp"]
+    assert marked["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    assert [(c["type"], c["status"], c["reason"], c["message"])
+            for c in marked["status"]["conditions"]][-1] == (
+        "Terminating", "True", "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon")
+    deadline = time.monotonic() + WAIT
+    while call(s, "GET", f"{CRDS}/{crd['metadata']['name']}")[0] != 404:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert call(s, "GET", path) == (404, "404 page not found\n")
+
+
+def test_a_crd_whose_name_is_not_plural_dot_group_is_invalid(any_api_server):
+    group = new_group()
+    crd = crd_body(group)
+    crd["metadata"]["name"] = f"gadgets.{group}"
+    code, answer = call(any_api_server, "POST", CRDS, crd)
+    assert (code, answer["reason"]) == (422, "Invalid")
+    assert causes(answer) == [(
+        "FieldValueInvalid", "metadata.name",
+        f'Invalid value: "gadgets.{group}": must be spec.names.plural+"."+spec.group')]
+
+
+def test_a_non_structural_schema_is_refused(any_api_server):
+    group = new_group()
+    schema = {"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}
+    code, answer = call(any_api_server, "POST", CRDS, crd_body(group, schema=schema))
+    assert (code, answer["reason"]) == (422, "Invalid")
+    assert causes(answer) == [(
+        "FieldValueRequired", "spec.validation.openAPIV3Schema.properties[spec].type",
+        "Required value: must not be empty for specified object fields")]
+    assert call(any_api_server, "GET", "/version")[0] == 200  # still serving
+
+
+def test_a_rule_that_does_not_compile_is_refused(any_api_server):
+    group = new_group()
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"size": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.size >"}]}}}
+    code, answer = call(any_api_server, "POST", CRDS, crd_body(group, schema=schema))
+    assert (code, answer["reason"]) == (422, "Invalid")
+    [(reason, field, message)] = causes(answer)
+    assert (reason, field) == (
+        "FieldValueInvalid",
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule")
+    assert "compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>'" in (
+        message)
+
+
+# -- custom resources: schema ----------------------------------------------------------------
+
+
+def test_custom_resources_are_defaulted_and_pruned(any_api_server, widgets):
+    created = ok(any_api_server, "POST", widgets, widget(
+        widgets, "one", {"size": 2, "unknown": 1, "free": {"any": {"thing": 1}}}, extra=True))
+    assert created["spec"] == {"size": 2, "color": "red", "free": {"any": {"thing": 1}}}
+    assert "extra" not in created
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"size": "two"}, [("FieldValueTypeInvalid", "spec.size",
+                        'Invalid value: "string": spec.size in body must be of type integer: '
+                        '"string"')]),
+    ({}, [("FieldValueRequired", "spec.size", "Required value")]),
+    ({"size": 11}, [("FieldValueInvalid", "spec.size",
+                     "Invalid value: 11: spec.size in body should be less than or equal to 10")]),
+    ({"size": 0}, [("FieldValueInvalid", "spec.size",
+                    "Invalid value: 0: spec.size in body should be greater than or equal to 1")]),
+    ({"size": 1, "color": "pink"}, [("FieldValueNotSupported", "spec.color",
+                                     'Unsupported value: "pink": supported values: "red", '
+                                     '"blue"')]),
+    ({"size": 1, "name": "abcdefg"}, [("FieldValueTooLong", "spec.name",
+                                      "Too long: may not be more than 5 bytes")]),
+    ({"size": 1, "name": "AB"}, [("FieldValueInvalid", "spec.name",
+                                 "Invalid value: \"AB\": spec.name in body should match "
+                                 "'^[a-z]+$'")]),
+    ({"size": 1, "when": "yesterday"}, [("FieldValueTypeInvalid", "spec.when",
+                                         'Invalid value: "yesterday": spec.when in body must '
+                                         'be of type date-time: "yesterday"')]),
+    ({"size": 1, "port": True}, [("FieldValueTypeInvalid", "spec.port",
+                                  'Invalid value: "boolean": spec.port in body must be of type '
+                                  'integer,string: "boolean"')]),
+    ({"size": 1, "note": None, "port": "http"}, []),
+    ({"size": 1, "tags": ["a", "b", "a"]}, [("FieldValueDuplicate", "spec.tags[2]",
+                                             'Duplicate value: "a"')]),
+], ids=["type", "required", "maximum", "minimum", "enum", "maxLength", "pattern", "format",
+        "int-or-string", "nullable", "set"])
+def test_custom_resources_are_validated_by_the_schema(any_api_server, widgets, spec, expected):
+    name = f"w{secrets.token_hex(3)}"
+    code, answer = call(any_api_server, "POST", widgets, widget(widgets, name, spec))
+    if not expected:
+        assert code == 201, answer
+        return
+    assert (code, answer["reason"], answer["details"]["kind"]) == (422, "Invalid", "Widget")
+    assert causes(answer) == expected
+
+
+# -- custom resources: status subresource and generation --------------------------------------
+
+
+def test_status_is_dropped_on_create_and_kept_by_main_resource_updates(any_api_server, widgets):
+    s = any_api_server
+    created = ok(s, "POST", widgets, widget(widgets, "one", status={"ready": True}))
+    assert "status" not in created
+    assert created["metadata"]["generation"] == 1
+    with_status = ok(s, "PUT", f"{widgets}/one/status", {**created, "status": {"ready": True},
+                                                          "spec": {"size": 9}})
+    assert with_status["status"] == {"ready": True}
+    assert with_status["spec"]["size"] == 2  # /status ignores the spec
+    assert with_status["metadata"]["generation"] == 1
+    updated = ok(s, "PUT", f"{widgets}/one", {**with_status, "spec": {"size": 3},
+                                               "status": {"ready": False}})
+    assert updated["status"] == {"ready": True}  # the main resource ignores the status
+    assert updated["metadata"]["generation"] == 2
+    relabeled = ok(s, "PATCH", f"{widgets}/one", {"metadata": {"labels": {"a": "b"}}},
+                   "application/merge-patch+json")
+    assert relabeled["metadata"]["generation"] == 2
+
+
+def test_a_cel_rule_that_fails_is_a_422(any_api_server):
+    s = any_api_server
+    group = new_group()
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object",
+        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+            {"rule": "self.max < 100"}]}}}
+    crd = crd_body(group, schema=schema)
+    install(s, crd)
+    try:
+        path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        code, answer = call(s, "POST", path, widget(group, "bad", {"min": 5, "max": 200}))
+        assert code == 422
+        assert causes(answer) == [
+            ("FieldValueInvalid", "spec", 'Invalid value: failed rule: self.max < 100'),
+        ]
+        code, answer = call(s, "POST", path, widget(group, "worse", {"min": 500, "max": 200}))
+        assert causes(answer) == [
+            ("FieldValueInvalid", "spec", 'Invalid value: min must not exceed max'),
+            ("FieldValueInvalid", "spec", 'Invalid value: failed rule: self.max < 100'),
+        ]
+        assert call(s, "POST", path, widget(group, "good", {"min": 1, "max": 2}))[0] == 201
+    finally:
+        uninstall(s, crd["metadata"]["name"])
+
+
+def test_several_versions_serve_the_same_objects(any_api_server):
+    s = any_api_server
+    group = new_group()
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    crd = crd_body(group, versions=[
+        {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}},
+        {"name": "v1beta1", "served": True, "storage": False,
+         "schema": {"openAPIV3Schema": schema}},
+        {"name": "v1alpha1", "served": False, "storage": False,
+         "schema": {"openAPIV3Schema": schema}},
+    ])
+    install(s, crd)
+    try:
+        ok(s, "POST", f"/apis/{group}/v1beta1/namespaces/{s.namespace}/widgets",
+           widget(group, "one", {"x": 1}, "v1beta1"))
+        got = ok(s, "GET", f"/apis/{group}/v1/namespaces/{s.namespace}/widgets/one")
+        assert (got["apiVersion"], got["spec"]) == (f"{group}/v1", {"x": 1})
+        assert call(s, "GET", f"/apis/{group}/v1alpha1/namespaces/{s.namespace}/widgets") == (
+            404, "404 page not found\n")
+        assert [v["version"] for v in ok(s, "GET", f"/apis/{group}")["versions"]] == [
+            "v1", "v1beta1"]
+    finally:
+        uninstall(s, crd["metadata"]["name"])
+
+
+# -- embedded only: the seeding helpers and crds= -----------------------------------------------
+
+
+def test_create_of_a_kind_not_served_raises_the_api_404():
+    from informers.testing import ApiServer
+
+    server = ApiServer()
+    with pytest.raises(StatusError) as caught:
+        server.create({"apiVersion": "example.com/v1", "kind": "Widget",
+                       "metadata": {"name": "w"}})
+    assert (caught.value.code, caught.value.status["reason"], caught.value.status["message"]) == (
+        404, "NotFound", "the server could not find the requested resource")
