@@ -35,19 +35,28 @@ import os
 import pathlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 
 from informers.testing import cel_rules, status
 from informers.testing import structural_schema as structural
-from informers.testing.endpoints import Response
 from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
 
-if TYPE_CHECKING:
-    from informers.testing.strategy import Strategy
+
+class _Writer(Protocol):
+    """What the CRD controllers need of :class:`~informers.testing.strategy.Strategy`."""
+
+    def update(self, rt: ResourceType, namespace: str, name: str, obj: Any, *,
+               subresource: str = "", seeding: bool = False,
+               dry_run: bool = False) -> Entry: ...
+
+    def delete(self, rt: ResourceType, namespace: str, name: str, options: dict[str, Any], *,
+               dry_run: bool = False) -> tuple[Entry, bool]: ...
+
+    def now(self) -> str: ...
 
 __all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors", "read_crds"]
 
@@ -84,6 +93,7 @@ class CustomResourceType(ResourceType):
     selectable_fields: tuple[str, ...] = ()
     rules: Any = field(default=None, compare=False, hash=False)
     storage_version: str = ""
+    crd_resource_version: str = ""  # a CRD update makes a new type (OpenAPI caches by type)
 
     def discovery(self) -> list[dict[str, Any]]:
         """As :meth:`ResourceType.discovery`, plus the ``storageVersionHash`` of the storage
@@ -101,14 +111,6 @@ _BUILTIN_GROUPS = frozenset({rt.group for rt in BUILTIN_RESOURCES} | {CRD_RESOUR
 def is_builtin_group(group: str) -> bool:
     """A group some compiled-in kind belongs to (``apps``...), not one only CRDs serve."""
     return group in _BUILTIN_GROUPS
-
-
-def page_not_found() -> Response:
-    """What kube-apiserver answers for a resource path of a group or version no API
-    serves (a CRD's group once the CRD is gone, a CRD version not served): the request
-    falls through the apiextensions handler to Go's ``http.NotFound``, a plain text body."""
-    return Response(404, b"404 page not found\n", [
-        ("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff")])
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -253,11 +255,11 @@ class CustomResources:
     def __init__(self, registry: ResourceRegistry, storage: Storage) -> None:
         self._registry = registry
         self._storage = storage
-        self._strategy: Strategy | None = None
+        self._strategy: _Writer | None = None
         self._served: dict[str, list[CustomResourceType]] = {}  # by CRD name
         registry.add(CRD_RESOURCE)
 
-    def attach(self, strategy: Strategy) -> None:
+    def attach(self, strategy: _Writer) -> None:
         self._strategy = strategy
 
     # -- strategy hooks ------------------------------------------------------------------------
@@ -383,9 +385,10 @@ class CustomResources:
 
     def _now(self) -> str:
         assert self._strategy is not None
-        return self._strategy._now()
+        return self._strategy.now()
 
     def _serve(self, crd: dict[str, Any]) -> None:
+        """Register a :class:`CustomResourceType` per served version of ``crd``."""
         spec = crd["spec"]
         names = spec["names"]
         rts = []
@@ -401,6 +404,7 @@ class CustomResources:
                 categories=tuple(names.get("categories") or ()),
                 has_status="status" in subresources, has_generation=True, builtin=False,
                 verbs=_CUSTOM_VERBS, storage_version=self._storage_version(crd),
+                crd_resource_version=crd["metadata"].get("resourceVersion", ""),
                 create_status=None, crd_name=crd["metadata"]["name"], schema=schema,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 selectable_fields=tuple(f.get("jsonPath", "")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from informers.testing.resources import ResourceType
+from informers.testing.structural_schema import published_schema
 
 __all__ = ["META", "Fields", "Schemas", "component_name", "ref"]
 
@@ -293,6 +294,9 @@ class Schemas:
                 **{"x-kubernetes-preserve-unknown-fields": True})
             if not rt.builtin:
                 del schema["description"]
+                crd_schema = getattr(rt, "schema", None)  # a CRD version's (crds.py)
+                if isinstance(crd_schema, dict):
+                    schema = published_schema(crd_schema, schema)
             self._go_component("meta/v1.ObjectMeta", result)
         schema["x-kubernetes-group-version-kind"] = gvk
         result[name] = schema

@@ -110,6 +110,10 @@ class Strategy:
     def _now(self) -> str:
         return rfc3339(self._clock.wall())
 
+    def now(self) -> str:
+        """The clock's wall time as a ``metav1.Time`` (for the CRD controllers)."""
+        return self._now()
+
     def _namespaces(self) -> ResourceType:
         rt = self._registry.lookup("", "v1", "namespaces")
         assert rt is not None

@@ -38,7 +38,8 @@ from typing import Any
 
 from informers.testing.validation import Cause
 
-__all__ = ["FORMATS", "apply_defaults", "prune", "structural_errors", "validate"]
+__all__ = ["FORMATS", "apply_defaults", "prune", "published_schema", "structural_errors",
+           "validate"]
 
 Schema = dict[str, Any]
 
@@ -120,6 +121,22 @@ def _node_errors(schema: Schema, path: str, *, root: bool = False) -> list[Cause
     if isinstance(extra, dict):
         causes.extend(_node_errors(extra, f"{path}.additionalProperties"))
     return causes
+
+
+# -- OpenAPI -----------------------------------------------------------------------------------
+
+
+def published_schema(schema: Schema, generic: Schema) -> Schema:
+    """The OpenAPI component of a CRD version (what ``kubectl explain`` reads): its schema
+    with ``apiVersion``, ``kind`` and ``metadata`` taken from ``generic`` (the component of a
+    custom resource without a schema), as ``controller/openapi/builder`` ``BuildOpenAPIV3``
+    adds them."""
+    result = copy.deepcopy(schema)
+    props = result.setdefault("properties", {})
+    for name in ("apiVersion", "kind", "metadata"):
+        props[name] = copy.deepcopy(generic["properties"][name])
+    result.setdefault("type", "object")
+    return result
 
 
 # -- pruning -----------------------------------------------------------------------------------
