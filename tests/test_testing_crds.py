@@ -13,6 +13,8 @@ import base64
 import hashlib
 import json
 import secrets
+import shutil
+import subprocess
 import time
 from typing import Any
 
@@ -383,3 +385,62 @@ def test_create_of_a_kind_not_served_raises_the_api_404():
                        "metadata": {"name": "w"}})
     assert (caught.value.code, caught.value.status["reason"], caught.value.status["message"]) == (
         404, "NotFound", "the server could not find the requested resource")
+
+
+def test_apiserver_installs_the_crds_of_files_and_folders(tmp_path):
+    from informers.testing import ApiServer
+
+    group = new_group()
+    folder = tmp_path / "crds"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(json.dumps(crd_body(group)) + "\n")
+    (folder / "notes.txt").write_text("not a manifest")
+    other = crd_body(group, plural="gadgets", kind="Gadget")
+    single = tmp_path / "gadget.yaml"
+    single.write_text("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: skipped}\n---\n"
+                      + json.dumps(other) + "\n")
+    server = ApiServer(crds=[folder, single])
+    assert sorted(c["metadata"]["name"] for c in server.list("customresourcedefinitions")) == [
+        f"gadgets.{group}", f"widgets.{group}"]
+    made = server.create(widget(group, "w", {"size": 1}))
+    assert made["spec"] == {"size": 1, "color": "red"}  # the schema defaults it
+    with pytest.raises(FileNotFoundError):
+        ApiServer(crds=[tmp_path / "missing"])
+
+
+# -- kubectl end to end (embedded) ---------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_creates_a_crd_then_gets_and_explains_its_kind(api_server, tmp_path):
+    group = new_group()
+    config = api_server.write_kubeconfig(tmp_path / "kubeconfig")
+
+    def kubectl(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(["kubectl", "--kubeconfig", config, *args], capture_output=True,
+                              text=True, timeout=60)
+        assert not check or done.returncode == 0, done.stderr
+        return done
+
+    manifest = tmp_path / "crd.yaml"
+    manifest.write_text(json.dumps(crd_body(group)))
+    assert kubectl("create", "-f", str(manifest)).stdout == (
+        f"customresourcedefinition.apiextensions.k8s.io/widgets.{group} created\n")
+    cr = tmp_path / "widget.yaml"
+    cr.write_text(json.dumps({**widget(group, "one", {"size": 3}),
+                              "metadata": {"name": "one", "namespace": "default"}}))
+    assert kubectl("create", "-f", str(cr)).stdout == f"widget.{group}/one created\n"
+    listed = json.loads(kubectl("get", f"widgets.{group}", "-o", "json").stdout)
+    assert [(i["metadata"]["name"], i["spec"]) for i in listed["items"]] == [
+        ("one", {"size": 3, "color": "red"})]
+    assert kubectl("get", f"widgets.{group}").stdout.splitlines()[1].startswith("one ")
+    explained = kubectl("explain", f"widgets.{group}.spec").stdout
+    assert "size\t<integer> -required-" in explained
+    assert "color\t<string>" in explained
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps({**widget(group, "bad", {"size": "x"}),
+                               "metadata": {"name": "bad", "namespace": "default"}}))
+    refused = kubectl("create", "-f", str(bad), check=False)
+    assert refused.returncode == 1
+    assert 'spec.size: Invalid value: "string": spec.size in body must be of type integer' in (
+        refused.stderr)
