@@ -61,9 +61,11 @@ class ApiServer:
     * ``/version`` answers as kube-apiserver v1.36.3 (the release the project's real-control-
       plane tests run);
     * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` (every kind
-      of :data:`informers.resources.BUILTIN_RESOURCES`) and any kind added with
-      :meth:`register_resource`; JSON responses only (request bodies in JSON, YAML or, for
-      built-in kinds, protobuf: :mod:`informers.testing.protobuf`), no server-side apply
+      of :data:`informers.resources.BUILTIN_RESOURCES`), the ``CustomResourceDefinition``
+      objects written to it (:mod:`informers.testing.crds`: schemas, CEL rules, status
+      subresource, several versions) and any kind added with :meth:`register_resource`;
+      JSON responses only (request bodies in JSON, YAML or, for built-in kinds,
+      protobuf: :mod:`informers.testing.protobuf`), no server-side apply
       (``application/apply-patch+yaml`` answers 415), strategic merge patch is applied as a
       JSON merge patch (lists are replaced, not merged);
     * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
@@ -142,6 +144,10 @@ class ApiServer:
         idle_timeout: seconds a kept-alive connection may wait for its next request (the
             same file: ``IdleTimeout`` 90 s).
         namespaces: namespaces that exist at start.
+        crds: CRD manifests installed at start: files, or folders whose ``.yaml``, ``.yml``
+            and ``.json`` files are read (envtest's ``CRDDirectoryPaths``; see
+            :func:`informers.testing.crds.read_crds`). A missing path raises
+            ``FileNotFoundError``, an invalid CRD the API's 422 ``StatusError``.
     """
 
     def __init__(
@@ -311,7 +317,8 @@ class ApiServer:
         self, group: str, version: str, plural: str, kind: str, namespaced: bool = True, *,
         has_status: bool = False, short_names: Iterable[str] = (),
     ) -> ResourceType:
-        """Serve a custom resource (as a CRD would): list items keep ``kind``/``apiVersion``,
+        """Serve a custom resource without a schema (a shortcut for a CRD with
+        ``x-kubernetes-preserve-unknown-fields``): list items keep ``kind``/``apiVersion``,
         ``metadata.generation`` is maintained, ``has_status`` adds the status subresource."""
         return self.registry.add(ResourceType(
             group, version, plural, kind, namespaced=namespaced, has_status=has_status,
