@@ -10,8 +10,9 @@ evaluates to false is a cause ``<path>: Invalid value: <message>`` (the rule's
 ``message``, else ``failed rule: <rule>``), with the rule's ``reason`` and ``fieldPath``
 when given.
 
-The CEL implementation is the ``common-expression-language`` package (PyPI; the Rust
-``cel-interpreter``). What it covers: the CEL standard library (operators, ``size``,
+The CEL implementation is the ``common-expression-language`` package (PyPI, the ``cel``
+extra; the Rust ``cel-interpreter``; imported only when a schema has rules). What it
+covers: the CEL standard library (operators, ``size``,
 ``has``, the macros ``all``, ``exists``, ``exists_one``, ``map``, ``filter``, ``matches``,
 ``startsWith``, ``endsWith``, ``contains``, the conversions ``int``, ``uint``, ``double``,
 ``string``, ``bytes``, ``duration``, ``timestamp``, ``type``). Not covered: the Kubernetes
@@ -25,16 +26,31 @@ not type-check).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
-import cel
-
+from informers.testing import status
 from informers.testing.validation import Cause
 
 __all__ = ["CompiledRule", "compile_errors", "compile_schema", "evaluate"]
 
 _KEY = "x-kubernetes-validations"
+
+
+def _cel() -> Any:
+    """The ``cel`` module, imported on first use: it is the ``cel`` extra
+    (``pip install kube-informers[cel]``), needed only by CRDs with rules.
+
+    Raises:
+        StatusError: 500, naming the missing package, when it is not installed.
+    """
+    try:
+        return importlib.import_module("cel")
+    except ImportError:
+        raise status.internal_error(
+            "x-kubernetes-validations rules need the common-expression-language package "
+            "(pip install 'kube-informers[cel]')") from None
 
 
 @dataclass(frozen=True)
@@ -77,7 +93,7 @@ def compile_errors(schema: Any, field: str) -> list[Cause]:
                 causes.append(("FieldValueRequired", where, "Required value"))
                 continue
             try:
-                cel.compile(text)
+                _cel().compile(text)
             except (ValueError, RuntimeError) as err:
                 detail = str(err).removeprefix(f"Failed to parse expression '{text}': ")
                 causes.append(("FieldValueInvalid", where,
@@ -92,7 +108,7 @@ def compile_schema(schema: dict[str, Any]) -> tuple[CompiledRule, ...]:
         for rule in node.get(_KEY) or []:
             text = rule["rule"]
             rules.append(CompiledRule(
-                path, text, cel.compile(text), rule.get("message") or "",
+                path, text, _cel().compile(text), rule.get("message") or "",
                 rule.get("reason") or "FieldValueInvalid", rule.get("fieldPath") or "",
                 node.get("type") or "object", "oldSelf" in text))
     return tuple(rules)
@@ -133,7 +149,7 @@ def evaluate(rules: tuple[CompiledRule, ...], obj: dict[str, Any],
             if rule.transition:
                 context["oldSelf"] = old_value
             try:
-                ok = rule.program.execute(cel.Context(context))
+                ok = rule.program.execute(_cel().Context(context))
             except (ValueError, RuntimeError, TypeError) as err:
                 causes.append(("FieldValueInvalid", field or "<nil>",
                                f'Invalid value: "{rule.schema_type}": {err}'))
