@@ -444,3 +444,68 @@ def test_kubectl_creates_a_crd_then_gets_and_explains_its_kind(api_server, tmp_p
     assert refused.returncode == 1
     assert 'spec.size: Invalid value: "string": spec.size in body must be of type integer' in (
         refused.stderr)
+
+
+# -- updates and conflicts -----------------------------------------------------------------------
+
+
+def test_updating_a_crd_changes_what_is_served_and_validated(any_api_server):
+    s = any_api_server
+    group = new_group()
+    crd = crd_body(group)
+    current = install(s, crd)
+    try:
+        path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        made = ok(s, "POST", path, widget(group, "one", {"size": 2, "extra": "x"}))
+        assert "extra" not in made["spec"]
+        schema = json.loads(json.dumps(SCHEMA))
+        schema["properties"]["spec"]["properties"]["extra"] = {"type": "string",
+                                                               "maxLength": 2}
+        current["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema
+        updated = ok(s, "PUT", f"{CRDS}/{crd['metadata']['name']}", current)
+        assert updated["metadata"]["generation"] == 2
+        deadline = time.monotonic() + WAIT
+        while True:  # kube-apiserver swaps the handler for the new schema asynchronously
+            code, answer = call(s, "POST", path, widget(group, "two", {"size": 2,
+                                                                      "extra": "xyz"}))
+            if code == 422 or time.monotonic() > deadline:
+                break
+            call(s, "DELETE", f"{path}/two")
+            time.sleep(0.1)
+        assert causes(answer) == [("FieldValueTooLong", "spec.extra",
+                                   "Too long: may not be more than 2 bytes")]
+        kept = ok(s, "POST", path, widget(group, "three", {"size": 2, "extra": "ok"}))
+        assert kept["spec"]["extra"] == "ok"
+    finally:
+        uninstall(s, crd["metadata"]["name"])
+
+
+def test_a_crd_whose_kind_is_taken_in_its_group_is_not_established(any_api_server):
+    s = any_api_server
+    group = new_group()
+    first = crd_body(group)
+    install(s, first)
+    second = crd_body(group, plural="gizmos")
+    second["spec"]["names"]["shortNames"] = ["gz"]
+    second["spec"]["names"]["categories"] = []
+    try:
+        ok(s, "POST", CRDS, second)
+        deadline = time.monotonic() + WAIT
+        while True:
+            current = ok(s, "GET", f"{CRDS}/{second['metadata']['name']}")
+            conditions = {c["type"]: (c["status"], c["reason"], c["message"])
+                          for c in current["status"].get("conditions") or []}
+            if "NamesAccepted" in conditions or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        # Every name is checked; the condition tells the last conflict (the list kind).
+        assert conditions == {
+            "NamesAccepted": ("False", "ListKindConflict", '"WidgetList" is already in use'),
+            "Established": ("False", "NotAccepted", "not all names are accepted"),
+        }
+        assert current["status"]["acceptedNames"] == {"plural": "gizmos", "shortNames": ["gz"],
+                                                      "kind": ""}
+        assert call(s, "GET", f"/apis/{group}/v1/gizmos")[0] == 404
+    finally:
+        uninstall(s, second["metadata"]["name"])
+        uninstall(s, first["metadata"]["name"])

@@ -71,7 +71,7 @@ _CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create",
 
 CRD_RESOURCE = ResourceType(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-    namespaced=False, short_names=("crd", "crds"), has_status=True,
+    namespaced=False, short_names=("crd", "crds"), has_status=True, has_generation=True,
     categories=("api-extensions",), create_status=None,
 )
 """The ``customresourcedefinitions`` collection as kube-apiserver's discovery lists it."""
@@ -328,24 +328,56 @@ class CustomResources:
                 return str(version["name"])
         return ""
 
-    def _conflicting(self, crd: dict[str, Any]) -> str | None:
-        """The first name of ``crd``'s that another served CRD of its group has accepted."""
+    def _accept_names(self, crd: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+        """The naming controller (``controller/status/naming_controller.go``
+        ``calculateNamesAndConditions``): the names of ``crd`` that no other CRD of its group
+        has accepted, and the ``NamesAccepted`` reason and message (``NoConflicts``, or the
+        last conflict found: plural, singular, short names, kind, list kind)."""
         spec = crd["spec"]
-        names = spec["names"]
-        mine = {names.get("plural"), names.get("singular"), *(names.get("shortNames") or [])}
-        for other_name, rts in self._served.items():
-            if other_name == crd["metadata"]["name"] or not rts:
+        used: set[str] = set()
+        kinds: set[str] = set()
+        for entry in self._storage.collection(CRD_RESOURCE).objects.values():
+            other = entry.decode()
+            if (other["metadata"]["name"] == crd["metadata"]["name"]
+                    or _dict(other.get("spec")).get("group") != spec["group"]):
                 continue
-            other = rts[0]
-            if other.group != spec["group"]:
-                continue
-            theirs = {other.plural, other.singular, *other.short_names}
-            clash = sorted(mine & theirs - {None})
-            if clash:
-                return str(clash[0])
-            if other.kind == names.get("kind"):
-                return str(names["kind"])
-        return None
+            accepted = _dict(_dict(other.get("status")).get("acceptedNames"))
+            used.update([accepted.get("plural", ""), accepted.get("singular", ""),
+                         *(accepted.get("shortNames") or [])])
+            kinds.update([accepted.get("kind", ""), accepted.get("listKind", "")])
+        requested = spec["names"]
+        before = _dict(_dict(crd.get("status")).get("acceptedNames"))
+        names = dict(before) or {"plural": "", "kind": ""}
+        reason, message = "NoConflicts", "no conflicts found"
+
+        def fresh(key: str, pool: set[str], why: str) -> None:
+            nonlocal reason, message
+            wanted = requested.get(key, "")
+            if wanted == before.get(key, "") or wanted not in pool:
+                if wanted:
+                    names[key] = wanted
+                return
+            reason, message = why, f'"{wanted}" is already in use'
+
+        fresh("plural", used, "PluralConflict")
+        fresh("singular", used, "SingularConflict")
+        short = requested.get("shortNames") or []
+        if short != (before.get("shortNames") or []):
+            taken = [n for n in short if n not in (before.get("shortNames") or []) and n in used]
+            if taken:
+                reason = "ShortNamesConflict"
+                message = ", ".join(f'"{n}" is already in use' for n in taken)
+                if len(taken) > 1:
+                    message = f"[{message}]"
+            elif short:
+                names["shortNames"] = short
+        fresh("kind", kinds, "KindConflict")
+        fresh("listKind", kinds, "ListKindConflict")
+        if requested.get("categories"):
+            names["categories"] = requested["categories"]
+        else:
+            names.pop("categories", None)
+        return names, reason, message
 
     def _reconcile(self, entry: Entry) -> None:
         crd = entry.decode()
@@ -354,19 +386,18 @@ class CustomResources:
             self._finish_deletion(entry, crd)
             return
         assert self._strategy is not None
-        conflict = self._conflicting(crd)
+        names, reason, message = self._accept_names(crd)
         status_part = crd.setdefault("status", {})
+        status_part["acceptedNames"] = names
         now = self._now()
-        if conflict is not None:
-            conditions = [_condition(
-                "NamesAccepted", "NameConflict",
-                f'"{conflict}" is already in use', now, "False"),
+        conflict = reason != "NoConflicts"
+        if conflict:
+            conditions = [
+                _condition("NamesAccepted", reason, message, now, "False"),
                 _condition("Established", "NotAccepted", "not all names are accepted", now,
                            "False")]
             self._unserve(meta["name"])
         else:
-            names = {k: v for k, v in crd["spec"]["names"].items()}
-            status_part["acceptedNames"] = names
             conditions = [
                 _condition("NamesAccepted", "NoConflicts", "no conflicts found", now),
                 _condition("Established", "InitialNamesAccepted",
@@ -378,7 +409,8 @@ class CustomResources:
             before = old_conditions.get(condition["type"])
             if before and before.get("status") == condition["status"]:
                 condition["lastTransitionTime"] = before.get("lastTransitionTime")
-        if status_part.get("conditions") == conditions and conflict is None:
+        if status_part.get("conditions") == conditions and entry.decode().get("status") == (
+                status_part):
             return
         status_part["conditions"] = conditions
         self._strategy.update(CRD_RESOURCE, "", meta["name"], crd, subresource="status")
