@@ -509,3 +509,26 @@ def test_a_crd_whose_kind_is_taken_in_its_group_is_not_established(any_api_serve
     finally:
         uninstall(s, second["metadata"]["name"])
         uninstall(s, first["metadata"]["name"])
+
+
+def test_selectable_fields_select_custom_resources(any_api_server):
+    s = any_api_server
+    group = new_group()
+    crd = crd_body(group, selectableFields=[{"jsonPath": ".spec.color"}])
+    install(s, crd)
+    try:
+        path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        ok(s, "POST", path, widget(group, "red", {"size": 1}))
+        ok(s, "POST", path, widget(group, "blue", {"size": 1, "color": "blue"}))
+
+        def names(selector: str) -> Any:
+            code, answer = call(s, "GET", f"{path}?fieldSelector={selector}")
+            if code != 200:
+                return code, answer["message"]
+            return [i["metadata"]["name"] for i in answer["items"]]
+
+        assert names("spec.color=blue") == ["blue"]
+        assert names("spec.color!=blue,metadata.name=red") == ["red"]
+        assert names("spec.size=1") == (400, "field label not supported: spec.size")
+    finally:
+        uninstall(s, crd["metadata"]["name"])

@@ -95,6 +95,18 @@ class CustomResourceType(ResourceType):
     storage_version: str = ""
     crd_resource_version: str = ""  # a CRD update makes a new type (OpenAPI caches by type)
 
+    def extra_fields(self, obj: dict[str, Any]) -> dict[str, str]:
+        """The ``selectableFields`` values of ``obj`` (``registry/customresource/strategy.go``
+        ``selectableFields``): ``fmt.Sprint`` of the value at each path, ``""`` when absent."""
+        values = {}
+        for path in self.selectable_fields:
+            name = path.removeprefix(".")
+            value: Any = obj
+            for key in name.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            values[name] = _sprint(value)
+        return values
+
     def discovery(self) -> list[dict[str, Any]]:
         """As :meth:`ResourceType.discovery`, plus the ``storageVersionHash`` of the storage
         version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``)."""
@@ -111,6 +123,17 @@ _BUILTIN_GROUPS = frozenset({rt.group for rt in BUILTIN_RESOURCES} | {CRD_RESOUR
 def is_builtin_group(group: str) -> bool:
     """A group some compiled-in kind belongs to (``apps``...), not one only CRDs serve."""
     return group in _BUILTIN_GROUPS
+
+
+def _sprint(value: Any) -> str:
+    """Go's ``fmt.Sprint`` of a decoded JSON scalar (``nil``: ``""``)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _dict(value: Any) -> dict[str, Any]:

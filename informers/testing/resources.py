@@ -90,6 +90,11 @@ class ResourceType(Resource):
         """The plain :class:`~informers.resources.Resource` (what a ListWatch takes)."""
         return Resource(self.group, self.version, self.plural, self.kind, self.namespaced)
 
+    def extra_fields(self, obj: dict[str, Any]) -> dict[str, str]:
+        """Field-selector fields beyond the kind's built-in ones (a CRD's
+        ``selectableFields``: :class:`informers.testing.crds.CustomResourceType`)."""
+        return {}
+
     @property
     def list_kind(self) -> str:
         """``PodList``."""

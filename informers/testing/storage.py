@@ -303,7 +303,8 @@ class Storage:
         return Entry(
             object_key(rt, namespace, name), namespace, name, rv, dumps(body_obj),
             dict(labels) if isinstance(labels, dict) else {},
-            field_selectors.object_fields(obj, rt.kind, namespaced=rt.namespaced),
+            {**field_selectors.object_fields(obj, rt.kind, namespaced=rt.namespaced),
+             **rt.extra_fields(obj)},
         )
 
     def _advance(self) -> int:
