@@ -532,3 +532,23 @@ def test_selectable_fields_select_custom_resources(any_api_server):
         assert names("spec.size=1") == (400, "field label not supported: spec.size")
     finally:
         uninstall(s, crd["metadata"]["name"])
+
+
+def test_unknown_fields_of_a_custom_resource_follow_field_validation(any_api_server, widgets):
+    s = any_api_server
+    body = widget(widgets, "strict", {"size": 1, "extra": 1, "free": {"kept": 1}}, more=2)
+    code, answer = call(s, "POST", f"{widgets}?fieldValidation=Strict", body)
+    assert (code, answer["reason"], answer["message"]) == (
+        400, "BadRequest", 'Widget in version "v1" cannot be handled as a Widget: strict '
+        'decoding error: unknown field "more", unknown field "spec.extra"')
+    api = s.api_client()
+    try:
+        method, url, headers, data, _ = api.param_serialize(
+            "POST", f"{widgets}", header_params={"Content-Type": "application/json"},
+            body={**body, "metadata": {"name": "warned"}}, auth_settings=["BearerToken"])
+        response = api.call_api(method, url, headers, data, _request_timeout=30)
+        assert response.status == 201
+        assert response.getheader("Warning") == (
+            '299 - "unknown field \\"more\\"", 299 - "unknown field \\"spec.extra\\""')
+    finally:
+        api.close()
