@@ -552,3 +552,24 @@ def test_unknown_fields_of_a_custom_resource_follow_field_validation(any_api_ser
             '299 - "unknown field \\"more\\"", 299 - "unknown field \\"spec.extra\\""')
     finally:
         api.close()
+
+
+def test_a_transition_rule_sees_the_old_value(any_api_server):
+    s = any_api_server
+    group = new_group()
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"size": {
+            "type": "integer",
+            "x-kubernetes-validations": [{"rule": "self >= oldSelf",
+                                          "message": "may only grow"}]}}}}}
+    crd = crd_body(group, schema=schema)
+    install(s, crd)
+    try:
+        path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        made = ok(s, "POST", path, widget(group, "one", {"size": 5}))  # no old value: skipped
+        code, answer = call(s, "PUT", f"{path}/one", {**made, "spec": {"size": 4}})
+        assert (code, causes(answer)) == (422, [
+            ("FieldValueInvalid", "spec.size", "Invalid value: 4: may only grow")])
+        assert ok(s, "PUT", f"{path}/one", {**made, "spec": {"size": 6}})["spec"] == {"size": 6}
+    finally:
+        uninstall(s, crd["metadata"]["name"])

@@ -6,7 +6,8 @@ write of a custom resource (``apiextensions-apiserver/pkg/apiserver/schema/cel/v
 ``Validator.Validate``): ``self`` is the value at the schema node that declares the rule,
 ``oldSelf`` the value the previous version had there (a rule naming ``oldSelf`` is a
 *transition rule*, evaluated only on updates where an old value exists). A rule that
-evaluates to false is a cause ``<path>: Invalid value: <message>`` (the rule's
+evaluates to false is a cause ``<path>: Invalid value: <message>`` (with the value before
+the message when it is a scalar: ``Invalid value: 4: may only grow``; the rule's
 ``message``, else ``failed rule: <rule>``), with the rule's ``reason`` and ``fieldPath``
 when given.
 
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers.testing import status
+from informers.testing.structural_schema import _go_value
 from informers.testing.validation import Cause
 
 __all__ = ["CompiledRule", "compile_errors", "compile_schema", "evaluate"]
@@ -159,6 +161,9 @@ def evaluate(rules: tuple[CompiledRule, ...], obj: dict[str, Any],
             where = field + rule.field_path if rule.field_path else field
             message = rule.message or f"failed rule: {rule.rule}"
             body = _REASON_BODY.get(rule.reason, "Invalid value")
-            text = f"{body}: {message}"  # field.Invalid without its value (OmitValue)
+            if rule.reason == "FieldValueInvalid" and isinstance(value, (bool, int, float, str)):
+                text = f"{body}: {_go_value(value)}: {message}"
+            else:  # objects and lists: field.Invalid without its value (omitValue)
+                text = f"{body}: {message}"
             causes.append((rule.reason, where or "<nil>", text))
     return causes
