@@ -38,8 +38,8 @@ from typing import Any
 
 from informers.testing.validation import Cause
 
-__all__ = ["FORMATS", "apply_defaults", "prune", "published_schema", "structural_errors",
-           "validate"]
+__all__ = ["FORMATS", "apply_defaults", "prune", "prune_value", "published_schema",
+           "structural_errors", "validate"]
 
 Schema = dict[str, Any]
 
@@ -166,8 +166,21 @@ def _prune_field(parent: dict[str, Any], key: str, schema: Schema) -> bool:
     return bool(extra is True or schema.get(_PRESERVE))
 
 
+def prune_value(value: Any, schema: Any) -> None:
+    """Prune ``value`` (not a resource root) in place by ``schema`` (``None``: everything
+    goes, as for a field without a schema)."""
+    if schema is None and isinstance(value, (dict, list)):
+        schema = {}
+    _prune_value(value, schema)
+
+
 def _prune_value(value: Any, schema: Any) -> None:
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict):  # no schema: objects lose every field (pruning ``prune``)
+        if isinstance(value, dict):
+            value.clear()
+        elif isinstance(value, list):
+            for item in value:
+                _prune_value(item, None)
         return
     if isinstance(value, dict):
         preserve = schema.get(_PRESERVE)
@@ -186,6 +199,8 @@ def _prune_value(value: Any, schema: Any) -> None:
                 del value[key]
     elif isinstance(value, list):
         items = schema.get("items")
+        if items is None and schema.get(_PRESERVE):
+            return
         for item in value:
             _prune_value(item, items)
 
@@ -210,11 +225,17 @@ def apply_defaults(value: Any, schema: Any) -> None:
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
             for name, item in value.items():
-                if name not in (schema.get("properties") or {}):
-                    apply_defaults(item, extra)
+                if name in (schema.get("properties") or {}):
+                    continue
+                if item is None and "default" in extra and not extra.get("nullable"):
+                    value[name] = item = copy.deepcopy(extra["default"])
+                apply_defaults(item, extra)
     elif isinstance(value, list):
         items = schema.get("items")
-        for item in value:
+        for index, item in enumerate(value):
+            if (item is None and isinstance(items, dict) and "default" in items
+                    and not items.get("nullable")):
+                value[index] = item = copy.deepcopy(items["default"])
             apply_defaults(item, items)
 
 
