@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from informers import resources as library
+from informers.errors import StatusError
 from informers.resources import Resource
 from informers.testing import BUILTIN_RESOURCES
 
@@ -101,10 +102,13 @@ def test_registered_resources_appear_in_discovery(api_server, widgets, api_clien
 
 
 def test_unknown_kinds_are_refused_by_the_helpers(api_server):
-    with pytest.raises(KeyError):
+    # As the API answers a request to a path nothing serves (issue 16: not a KeyError).
+    with pytest.raises(StatusError) as created:
         api_server.create(widget("w"))
-    with pytest.raises(KeyError):
+    with pytest.raises(StatusError) as got:
         api_server.get("widgets", "default", "w")
+    assert [(e.value.code, e.value.status["message"]) for e in (created, got)] == [
+        (404, "the server could not find the requested resource")] * 2
 
 
 def test_builtin_table_derives_from_the_library_table():
@@ -143,4 +147,5 @@ def test_library_kinds_new_to_the_server_are_served(api_server, api_client):
     jobs = client.BatchV1Api(api_client).list_job_for_all_namespaces()
     assert (jobs.kind, jobs.items) == ("JobList", [])
     groups = [g.name for g in client.ApisApi(api_client).get_api_versions().groups]
-    assert groups == ["apps", "batch", "coordination.k8s.io", "discovery.k8s.io"]
+    assert groups == ["apps", "batch", "coordination.k8s.io", "discovery.k8s.io",
+                      "apiextensions.k8s.io"]  # CustomResourceDefinitions (crds.py)

@@ -117,7 +117,8 @@ class _Walk:
 
     @property
     def messages(self) -> list[str]:
-        return self.in_order if self.builtin else self.duplicates + self.unknown
+        # Custom resources: the pruned fields sorted (the apiextensions decoder sorts them).
+        return self.in_order if self.builtin else self.duplicates + sorted(self.unknown)
 
     def value(self, value: Any, node: Fields | None, path: str) -> Any:
         if isinstance(value, _Pairs) or (isinstance(value, dict) and node is not None):
@@ -237,7 +238,7 @@ class FieldValidator:
                 return patched
             walk = _Walk(rt.builtin)
             pruned = walk.value(patched, self.schemas.fields(rt), "")
-            messages = duplicates + walk.unknown
+            messages = duplicates + (walk.unknown if rt.builtin else sorted(walk.unknown))
             if messages and mode == STRICT:
                 raise _patch_error(rt, content_type, patch, patched, messages)
             if mode == WARN:

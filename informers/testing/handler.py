@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import access, protobuf, status
+from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     Endpoints,
     Response,
@@ -494,6 +495,12 @@ class RequestHandler(BaseHTTPRequestHandler):
                     self.headers.get("If-None-Match", ""), app.clock.wall())
             return app.endpoints.discovery(info.path, app.server_address)
         if info.unknown or info.extra_parts or info.rt is None:
+            if info.group and not is_builtin_group(info.group):
+                # No API installed for the group (a CRD's group once it is gone, a CRD
+                # version not served): the request falls through to Go's http.NotFound.
+                return Response(404, b"404 page not found\n", [
+                    ("Content-Type", "text/plain; charset=utf-8"),
+                    ("X-Content-Type-Options", "nosniff")])
             raise status.not_found_path()
         rt = info.rt
         if info.subresource and info.subresource not in rt.subresources:

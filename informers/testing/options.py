@@ -176,7 +176,17 @@ class Predicate:
         except SelectorError as err:
             raise status.bad_request(f"unable to parse requirement: {err}") from None
         try:
-            self.field = fields.convert_field_selector(fields.parse(field_selector), rt.kind)
+            if rt.builtin:
+                self.field = fields.convert_field_selector(fields.parse(field_selector), rt.kind)
+            else:  # a custom resource: its name, namespace and the CRD's selectableFields
+                supported = {"metadata.name", "metadata.namespace", *rt.extra_fields({})}
+
+                def check(field: str, value: str) -> tuple[str, str]:
+                    if field not in supported:
+                        raise SelectorError(f"field label not supported: {field}")
+                    return field, value
+
+                self.field = fields.parse(field_selector).transform(check)
         except SelectorError as err:
             raise status.bad_request(str(err)) from None
         self.empty = self.label.empty() and self.field.empty()

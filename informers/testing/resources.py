@@ -90,6 +90,11 @@ class ResourceType(Resource):
         """The plain :class:`~informers.resources.Resource` (what a ListWatch takes)."""
         return Resource(self.group, self.version, self.plural, self.kind, self.namespaced)
 
+    def extra_fields(self, obj: dict[str, Any]) -> dict[str, str]:
+        """Field-selector fields beyond the kind's built-in ones (a CRD's
+        ``selectableFields``: :class:`informers.testing.crds.CustomResourceType`)."""
+        return {}
+
     @property
     def list_kind(self) -> str:
         """``PodList``."""
@@ -241,6 +246,13 @@ class ResourceRegistry:
             self._by_path[key] = rt
             self._order.append(rt)
         return rt
+
+    def remove(self, rt: ResourceType) -> None:
+        """Stop serving ``rt`` (a deleted CRD's version). Absent: nothing happens."""
+        with self._lock:
+            key = (rt.group, rt.version, rt.plural)
+            if self._by_path.get(key) == rt:
+                self._order.remove(self._by_path.pop(key))
 
     def all(self) -> list[ResourceType]:
         with self._lock:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from informers.testing.resources import ResourceType
+from informers.testing.structural_schema import published_schema
 
 __all__ = ["META", "Fields", "Schemas", "component_name", "ref"]
 
@@ -195,6 +196,28 @@ class Fields:
         return True
 
 
+def _crd_tree(schema: Any) -> Fields | None:
+    """The :class:`Fields` of a structural schema node (``None``: anything goes)."""
+    if not isinstance(schema, dict):
+        return None
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields")
+                    or schema.get("x-kubernetes-embedded-resource"))
+    props = schema.get("properties")
+    extra = schema.get("additionalProperties")
+    if isinstance(props, dict):
+        return Fields({name: _crd_tree(sub) for name, sub in props.items()}, preserve=preserve)
+    if isinstance(extra, dict):
+        return Fields(items=_crd_tree(extra), is_map=True)
+    if extra is True or preserve:
+        return None
+    if schema.get("type") == "object":
+        return Fields({})
+    if schema.get("type") == "array":
+        items = _crd_tree(schema.get("items"))
+        return None if items is None else Fields(items=items)
+    return None
+
+
 @dataclass
 class _Table:
     """``api_schema.json`` loaded: Go types by name, kinds by (apiVersion, kind)."""
@@ -293,6 +316,9 @@ class Schemas:
                 **{"x-kubernetes-preserve-unknown-fields": True})
             if not rt.builtin:
                 del schema["description"]
+                crd_schema = getattr(rt, "schema", None)  # a CRD version's (crds.py)
+                if isinstance(crd_schema, dict):
+                    schema = published_schema(crd_schema, schema)
             self._go_component("meta/v1.ObjectMeta", result)
         schema["x-kubernetes-group-version-kind"] = gvk
         result[name] = schema
@@ -392,6 +418,9 @@ class Schemas:
         and ``kind``), or, for custom resources and kinds the table lacks, an object that
         keeps unknown fields but checks ``metadata``."""
         go_type = self.go_type(rt)
+        crd_schema = getattr(rt, "schema", None)  # a CRD version's (crds.py)
+        if go_type is None and isinstance(crd_schema, dict):
+            return self._crd_fields(rt, crd_schema)
         key = go_type or "*custom*"
         tree = self._trees.get(key)
         if tree is None:
@@ -406,6 +435,21 @@ class Schemas:
                     tree = Fields({"apiVersion": None, "kind": None, "metadata": meta},
                                   preserve=True)
                 self._trees[key] = tree
+        return tree
+
+    def _crd_fields(self, rt: ResourceType, schema: dict[str, Any]) -> Fields:
+        """The field tree of a CRD version's schema: what pruning would keep, so the fields
+        it drops are reported as unknown (``fieldValidation``), as kube-apiserver reports
+        them for custom resources."""
+        key = f"*crd*{rt.group}/{rt.version}/{rt.plural}@{getattr(rt, 'crd_resource_version', '')}"
+        tree = self._trees.get(key)
+        if tree is None:
+            root = _crd_tree(schema) or Fields({}, preserve=True)
+            custom = self.fields(ResourceType(rt.group, "", "", "", builtin=False))
+            assert custom.fields is not None
+            root = Fields({**(root.fields or {}), **custom.fields}, preserve=root.preserve)
+            with self._lock:
+                self._trees[key] = tree = root
         return tree
 
     def _tree(self, go_type: str, done: dict[str, Fields]) -> Fields:

@@ -20,6 +20,7 @@ from informers.clock import REAL_CLOCK, Clock
 from informers.testing import client_config, status, tls
 from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
+from informers.testing.crds import CRD_RESOURCE, CustomResources, read_crds
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
 from informers.testing.field_validation import FieldValidator
@@ -60,9 +61,11 @@ class ApiServer:
     * ``/version`` answers as kube-apiserver v1.36.3 (the release the project's real-control-
       plane tests run);
     * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` (every kind
-      of :data:`informers.resources.BUILTIN_RESOURCES`) and any kind added with
-      :meth:`register_resource`; JSON responses only (request bodies in JSON, YAML or, for
-      built-in kinds, protobuf: :mod:`informers.testing.protobuf`), no server-side apply
+      of :data:`informers.resources.BUILTIN_RESOURCES`), the ``CustomResourceDefinition``
+      objects written to it (:mod:`informers.testing.crds`: schemas, CEL rules, status
+      subresource, several versions) and any kind added with :meth:`register_resource`;
+      JSON responses only (request bodies in JSON, YAML or, for built-in kinds,
+      protobuf: :mod:`informers.testing.protobuf`), no server-side apply
       (``application/apply-patch+yaml`` answers 415), strategic merge patch is applied as a
       JSON merge patch (lists are replaced, not merged);
     * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
@@ -141,6 +144,10 @@ class ApiServer:
         idle_timeout: seconds a kept-alive connection may wait for its next request (the
             same file: ``IdleTimeout`` 90 s).
         namespaces: namespaces that exist at start.
+        crds: CRD manifests installed at start: files, or folders whose ``.yaml``, ``.yml``
+            and ``.json`` files are read (envtest's ``CRDDirectoryPaths``; see
+            :func:`informers.testing.crds.read_crds`). A missing path raises
+            ``FileNotFoundError``, an invalid CRD the API's 422 ``StatusError``.
     """
 
     def __init__(
@@ -152,6 +159,7 @@ class ApiServer:
         max_request_body_bytes: int = status.MAX_REQUEST_BODY_BYTES,
         header_read_timeout: float = 32.0, idle_timeout: float = 90.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        crds: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         if header_read_timeout <= 0 or idle_timeout <= 0:
             raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
@@ -167,6 +175,9 @@ class ApiServer:
         self.registry = ResourceRegistry()
         self.storage = Storage(history_limit=history_limit, clock=clock)
         self.strategy = Strategy(self.storage, self.registry, clock)
+        self.custom_resources = CustomResources(self.registry, self.storage)
+        self.strategy.custom = self.custom_resources
+        self.custom_resources.attach(self.strategy)
         self.faults = Faults()
         self.request_log_store = RequestLog()
         self.endpoints = Endpoints(
@@ -187,6 +198,8 @@ class ApiServer:
         namespaces_rt = self.registry.find("namespaces")
         for name in namespaces:
             self.strategy.create(namespaces_rt, "", {"metadata": {"name": name}}, seeding=True)
+        for crd in read_crds(crds):
+            self.strategy.create(CRD_RESOURCE, "", crd)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -304,7 +317,8 @@ class ApiServer:
         self, group: str, version: str, plural: str, kind: str, namespaced: bool = True, *,
         has_status: bool = False, short_names: Iterable[str] = (),
     ) -> ResourceType:
-        """Serve a custom resource (as a CRD would): list items keep ``kind``/``apiVersion``,
+        """Serve a custom resource without a schema (a shortcut for a CRD with
+        ``x-kubernetes-preserve-unknown-fields``): list items keep ``kind``/``apiVersion``,
         ``metadata.generation`` is maintained, ``has_status`` adds the status subresource."""
         return self.registry.add(ResourceType(
             group, version, plural, kind, namespaced=namespaced, has_status=has_status,
@@ -315,10 +329,15 @@ class ApiServer:
     # -- seeding helpers (no HTTP; watchers see the changes) -----------------------------------
 
     def _rt(self, resource: str | None, obj: dict[str, Any] | None = None) -> ResourceType:
-        if resource is not None:
-            return self.registry.find(resource)
-        assert obj is not None
-        return self.registry.for_object(obj)
+        """The served resource; a kind not served is the API's 404 (``the server could not
+        find the requested resource``), as a request to its path would answer."""
+        try:
+            if resource is not None:
+                return self.registry.find(resource)
+            assert obj is not None
+            return self.registry.for_object(obj)
+        except KeyError:
+            raise status.not_found_path() from None
 
     @staticmethod
     def _typed(rt: ResourceType, entry: Entry) -> dict[str, Any]:

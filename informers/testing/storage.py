@@ -260,7 +260,7 @@ class Storage:
         self.clock = clock
         self.rv = start_rv
         self._start_rv = start_rv
-        self._collections: dict[tuple[str, str, str], Collection] = {}
+        self._collections: dict[tuple[str, str], Collection] = {}
         self._rv_cond = threading.Condition(self.lock)
         self._rv_waiters = 0
 
@@ -268,7 +268,7 @@ class Storage:
 
     def collection(self, rt: ResourceType) -> Collection:
         """The collection of ``rt``, created empty on first use."""
-        key = (rt.group, rt.version, rt.plural)
+        key = (rt.group, rt.plural)  # every version of a kind reads the same objects
         with self.lock:
             coll = self._collections.get(key)
             if coll is None:
@@ -303,7 +303,8 @@ class Storage:
         return Entry(
             object_key(rt, namespace, name), namespace, name, rv, dumps(body_obj),
             dict(labels) if isinstance(labels, dict) else {},
-            field_selectors.object_fields(obj, rt.kind, namespaced=rt.namespaced),
+            {**field_selectors.object_fields(obj, rt.kind, namespaced=rt.namespaced),
+             **rt.extra_fields(obj)},
         )
 
     def _advance(self) -> int:

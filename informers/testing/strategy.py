@@ -17,7 +17,7 @@ import datetime
 import random
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from informers.clock import Clock
 from informers.errors import StatusError
@@ -48,6 +48,9 @@ from informers.testing.patch import apply_json_patch, apply_merge_patch
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage, object_key
 
+if TYPE_CHECKING:
+    from informers.testing.crds import CustomResources
+
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "Strategy"]
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -71,8 +74,12 @@ def _strip_rv(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": meta}
 
 
-def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+def _spec_part(obj: dict[str, Any], keep_status: bool = False) -> dict[str, Any]:
+    """What ``metadata.generation`` follows: all but metadata and (unless ``keep_status``:
+    a custom resource without the status subresource) the status."""
+    skip = ("metadata", "kind", "apiVersion") if keep_status else (
+        "metadata", "status", "kind", "apiVersion")
+    return {k: v for k, v in obj.items() if k not in skip}
 
 
 def _parse_time(text: str) -> datetime.datetime:
@@ -96,18 +103,25 @@ class Strategy:
         self._clock = clock
         self._rand = random.Random()
         self._sweeping = False  # deleting a namespace's content: finalize once, at the end
+        self.custom: CustomResources | None = None  # CRDs and custom resources (crds.py)
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _now(self) -> str:
         return rfc3339(self._clock.wall())
 
+    def now(self) -> str:
+        """The clock's wall time as a ``metav1.Time`` (for the CRD controllers)."""
+        return self._now()
+
     def _namespaces(self) -> ResourceType:
         rt = self._registry.lookup("", "v1", "namespaces")
         assert rt is not None
         return rt
 
-    def _body(self, rt: ResourceType, obj: Any) -> dict[str, Any]:
+    def _body(self, rt: ResourceType, obj: Any, seeding: bool = True) -> dict[str, Any]:
+        """Check and normalise a request body. Custom resources must name their
+        ``apiVersion`` (an unstructured object carries it; the seeding helpers need not)."""
         if not isinstance(obj, dict):
             raise status.bad_request(
                 f"the body of the request must be a JSON object of kind {rt.kind}"
@@ -119,9 +133,10 @@ class Strategy:
                 f'kind "{kind}" (apiVersion "{obj.get("apiVersion")}")'
             )
         api_version = obj.get("apiVersion")
-        if api_version not in (None, "", rt.api_version):
+        if api_version not in (None, "", rt.api_version) or (
+                not seeding and not rt.builtin and api_version != rt.api_version):
             raise status.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
+                f"the API version in the data ({api_version or ''}) does not match the expected "
                 f"API version ({rt.api_version})"
             )
         meta = obj.get("metadata")
@@ -169,7 +184,7 @@ class Strategy:
             StatusError: 400 bad body, 422 invalid name, 404 missing namespace, 403 namespace
                 terminating, 409 already exists, 500 resourceVersion set.
         """
-        obj = self._body(rt, obj)
+        obj = self._body(rt, obj, seeding)
         meta = obj["metadata"]
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
@@ -198,6 +213,8 @@ class Strategy:
                     if self._storage.get(rt, object_key(rt, namespace, name)) is None:
                         break
                 meta["name"] = name
+            if self.custom is not None:
+                self.custom.prepare(rt, obj, None, "", seeding)
             validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
@@ -225,7 +242,13 @@ class Strategy:
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
             if dry_run:
                 return self._storage.preview(rt, ordered)
-            return self._storage.put(rt, ordered)
+            return self._put(rt, ordered)
+
+    def _put(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
+        entry = self._storage.put(rt, obj)
+        if self.custom is not None:
+            self.custom.stored(rt, entry)
+        return entry
 
     # -- update and patch ----------------------------------------------------------------------
 
@@ -238,7 +261,7 @@ class Strategy:
         A ``metadata.resourceVersion`` in ``obj`` is a precondition (409 when stale); without
         one the update is unconditional. An update that changes nothing writes nothing.
         """
-        obj = self._body(rt, obj)
+        obj = self._body(rt, obj, seeding or subresource == "*")
         with self._storage.lock:
             current = self._current(rt, namespace, name)
             if seeding:
@@ -300,6 +323,8 @@ class Strategy:
             raise status.conflict(rt.plural, rt.group, name, status.OPTIMISTIC_LOCK_MESSAGE)
         if old is None:
             old = current.decode()
+        if self.custom is not None:
+            self.custom.prepare(rt, obj, old, subresource, subresource == "*")
         old_meta = old["metadata"]
         if subresource == "status":
             # Everything but the status from ``old``: a copy of its top level and metadata
@@ -330,7 +355,8 @@ class Strategy:
                 prepare_namespace_update(new, old, name, keep_finalizers=subresource == "")
             if is_services(rt):
                 keep_cluster_ip(new, old)
-            if rt.has_generation and _spec_part(new) != _spec_part(old):
+            keep_status = not rt.builtin and not rt.has_status
+            if rt.has_generation and _spec_part(new, keep_status) != _spec_part(old, keep_status):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
             if old_meta.get("deletionTimestamp"):
                 added = [f for f in new_meta.get("finalizers") or []
@@ -356,11 +382,13 @@ class Strategy:
             # (registry store.go ShouldDeleteDuringUpdate; for namespaces also the last
             # spec.finalizer: ShouldDeleteNamespaceDuringUpdate).
             return self._remove(rt, current.key, new)
-        return self._storage.put(rt, new)
+        return self._put(rt, new)
 
     def _remove(self, rt: ResourceType, key: str, final: dict[str, Any] | None = None) -> Entry:
         """Remove an object; when that empties a terminating namespace, finalize it."""
         entry = self._storage.remove(rt, key, final)
+        if self.custom is not None:
+            self.custom.removed(rt, entry)
         if rt.namespaced and not self._sweeping:
             self._finalize_if_empty(entry.namespace)
         return entry
@@ -412,13 +440,15 @@ class Strategy:
                 return self._delete_namespace(rt, current, obj)
             if is_pods(rt):
                 return self._delete_pod(rt, current, obj, grace)
+            if self.custom is not None:
+                self.custom.deleting(rt, obj)
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp") and not meta.get("deletionGracePeriodSeconds"):
                     return current, False  # already marked; waiting for finalizers
                 meta["deletionTimestamp"] = self._now()
                 meta["deletionGracePeriodSeconds"] = 0
                 self._bump_generation(rt, meta)
-                return self._storage.put(rt, obj), False
+                return self._put(rt, obj), False
             return self._remove(rt, current.key), True
 
     def _delete_pod(

@@ -1,0 +1,570 @@
+"""``CustomResourceDefinition`` objects: the apiextensions-apiserver inside the embedded server.
+
+Creating a CRD (``apiextensions.k8s.io/v1``) through the API or :meth:`ApiServer.create`
+serves its resource at once; updating it changes what is served; deleting it deletes every
+custom resource of it and stops serving it. As kube-apiserver does:
+
+* the CRD is validated (``pkg/apis/apiextensions/validation/validation.go``
+  ``ValidateCustomResourceDefinition``, the cases listed on :func:`crd_errors`; a schema must
+  be structural: :func:`informers.testing.structural_schema.structural_errors`; its
+  ``x-kubernetes-validations`` rules must compile: :mod:`informers.testing.cel_rules`), and
+  defaulted (``apis/apiextensions/v1/defaults.go``: ``singular``, ``listKind``,
+  ``conversion.strategy: None``);
+* the create stores the status the registry strategy prepares (``storedVersions``, empty
+  ``acceptedNames``), then the naming and establishing controllers write ``acceptedNames``
+  and the ``NamesAccepted`` and ``Established`` conditions (a second write, a MODIFIED
+  event, as on kube-apiserver; names that another CRD has accepted are refused with
+  ``NamesAccepted`` False and the resource is not served);
+* a delete adds the ``customresourcecleanup.apiextensions.k8s.io`` finalizer and the
+  ``Terminating`` condition and marks the CRD, then (within the same request here,
+  asynchronously there) every custom resource of it is deleted and the finalizer removed,
+  which removes the CRD;
+* custom resources are defaulted, pruned and validated by the served version's schema
+  (:class:`CustomResources`), their ``status`` is dropped on create and kept by
+  main-resource updates when the status subresource is on.
+
+Several versions may be served (``served``/``storage``); conversion ``None`` only changes
+``apiVersion``, so every version reads the same objects. Webhook conversion is refused (422).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import pathlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import yaml
+
+from informers.testing import cel_rules, status
+from informers.testing import structural_schema as structural
+from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
+from informers.testing.storage import Entry, Storage
+from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
+
+
+class _Writer(Protocol):
+    """What the CRD controllers need of :class:`~informers.testing.strategy.Strategy`."""
+
+    def update(self, rt: ResourceType, namespace: str, name: str, obj: Any, *,
+               subresource: str = "", seeding: bool = False,
+               dry_run: bool = False) -> Entry: ...
+
+    def delete(self, rt: ResourceType, namespace: str, name: str, options: dict[str, Any], *,
+               dry_run: bool = False) -> tuple[Entry, bool]: ...
+
+    def now(self) -> str: ...
+
+__all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors", "read_crds"]
+
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+"""The finalizer kube-apiserver puts on every CRD (``apiextensions/v1``
+``CustomResourceCleanupFinalizer``)."""
+
+_CUSTOM_VERBS = ("delete", "deletecollection", "get", "list", "patch", "create", "update",
+                 "watch")
+"""A custom resource's verbs in the order kube-apiserver's discovery lists them (unsorted:
+``apiextensions-apiserver/pkg/apiserver/customresource_discovery_controller.go``)."""
+
+CRD_RESOURCE = ResourceType(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+    namespaced=False, short_names=("crd", "crds"), has_status=True, has_generation=True,
+    categories=("api-extensions",), create_status=None,
+)
+"""The ``customresourcedefinitions`` collection as kube-apiserver's discovery lists it."""
+
+
+@dataclass(frozen=True)
+class CustomResourceType(ResourceType):
+    """A served version of a CRD: a :class:`ResourceType` plus the version's schema,
+    printer columns and selectable fields, and the name of the CRD that serves it.
+
+    ``printer_columns`` are the version's ``additionalPrinterColumns`` as the CRD gives them
+    (for ``Table`` output: kubectl asks with ``as=Table;g=meta.k8s.io;v=v1``); the
+    ``Table`` rendering of built-in kinds lives elsewhere and takes these columns.
+    """
+
+    crd_name: str = ""
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
+    selectable_fields: tuple[str, ...] = ()
+    rules: Any = field(default=None, compare=False, hash=False)
+    storage_version: str = ""
+    crd_resource_version: str = ""  # a CRD update makes a new type (OpenAPI caches by type)
+
+    def extra_fields(self, obj: dict[str, Any]) -> dict[str, str]:
+        """The ``selectableFields`` values of ``obj`` (``registry/customresource/strategy.go``
+        ``selectableFields``): ``fmt.Sprint`` of the value at each path, ``""`` when absent."""
+        values = {}
+        for path in self.selectable_fields:
+            name = path.removeprefix(".")
+            value: Any = obj
+            for key in name.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            values[name] = _sprint(value)
+        return values
+
+    def discovery(self) -> list[dict[str, Any]]:
+        """As :meth:`ResourceType.discovery`, plus the ``storageVersionHash`` of the storage
+        version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``)."""
+        entries = super().discovery()
+        gvk = f"{self.group}/{self.storage_version}/{self.kind}"
+        entries[0]["storageVersionHash"] = base64.b64encode(
+            hashlib.sha256(gvk.encode()).digest()[:8]).decode()
+        return entries
+
+
+_BUILTIN_GROUPS = frozenset({rt.group for rt in BUILTIN_RESOURCES} | {CRD_RESOURCE.group})
+
+
+def is_builtin_group(group: str) -> bool:
+    """A group some compiled-in kind belongs to (``apps``...), not one only CRDs serve."""
+    return group in _BUILTIN_GROUPS
+
+
+def _sprint(value: Any) -> str:
+    """Go's ``fmt.Sprint`` of a decoded JSON scalar (``nil``: ``""``)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _quoted(value: Any) -> str:
+    return structural._go_value(value)
+
+
+def _version_errors(version: Any, index: int, status_enabled: bool,
+                    shared_schema: bool) -> list[Cause]:
+    path = f"spec.versions[{index}]"
+    causes: list[Cause] = []
+    if not isinstance(version, dict):
+        return [("FieldValueInvalid", path, "Invalid value: must be an object")]
+    name = version.get("name") or ""
+    errs = _dns1123_label(name)
+    if not name:
+        causes.append(structural._required(f"{path}.name"))
+    elif errs:
+        causes.append(structural._invalid(f"{path}.name", name, ",".join(errs)))
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    # Versions that all have the same schema are validated as the internal type's top-level
+    # spec.validation (apiextensions v1 conversion hoists them), hence that path.
+    schema_path = ("spec.validation.openAPIV3Schema" if shared_schema
+                   else f"{path}.schema.openAPIV3Schema")
+    if schema is None:
+        causes.append(structural._required(schema_path, "schemas are required"))
+    else:
+        causes.extend(structural.structural_errors(schema, schema_path))
+        causes.extend(cel_rules.compile_errors(schema, schema_path))
+    return causes
+
+
+def crd_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
+    """The causes of a 422 for ``crd`` (defaulted), in upstream's order for the cases
+    covered: the name (``<plural>.<group>``), group, names, scope, versions (names, schema,
+    exactly one storage version), conversion, and on update the immutable group, scope,
+    plural and kind."""
+    meta = _dict(crd.get("metadata"))
+    spec = _dict(crd.get("spec"))
+    names = _dict(spec.get("names"))
+    group = spec.get("group") or ""
+    plural = names.get("plural") or ""
+    causes: list[Cause] = []
+    name = meta.get("name") or ""
+    if name != f"{plural}.{group}":
+        causes.append(structural._invalid(
+            "metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    if not group:
+        causes.append(structural._required("spec.group"))
+    elif errs := _dns1123_subdomain(group, "characters"):
+        causes.append(structural._invalid("spec.group", group, ",".join(errs)))
+    elif "." not in group:
+        causes.append(structural._invalid("spec.group", group,
+                                          "should be a domain with at least one dot"))
+    scope = spec.get("scope")
+    if not scope:
+        causes.append(structural._required("spec.scope"))
+    elif scope not in ("Cluster", "Namespaced"):
+        causes.append(("FieldValueNotSupported", "spec.scope",
+                       f'Unsupported value: {_quoted(scope)}: supported values: "Cluster", '
+                       '"Namespaced"'))
+    versions: list[Any] = spec["versions"] if isinstance(spec.get("versions"), list) else []
+    if not versions:
+        causes.append(structural._required("spec.versions", "must have at least one version"))
+    status_enabled = False
+    schemas = [_dict(v).get("schema") for v in versions]
+    shared = all(schema == schemas[0] for schema in schemas)
+    for index, version in enumerate(versions):
+        status_enabled = status_enabled or "status" in ((version or {}).get("subresources") or {})
+        errors = _version_errors(version, index, status_enabled, shared)
+        if shared and index > 0:  # the hoisted schema is validated once
+            errors = [c for c in errors if not c[1].startswith("spec.validation.")]
+        causes.extend(errors)
+    if versions:
+        seen = [v.get("name") for v in versions if isinstance(v, dict)]
+        if len(set(seen)) != len(seen):
+            causes.append(structural._invalid("spec.versions", versions,
+                                              "must contain unique version names"))
+        if sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
+            causes.append(structural._invalid(
+                "spec.versions", versions, "must have exactly one version marked as storage "
+                "version"))
+    for key in ("plural", "singular", "kind", "listKind"):
+        if not names.get(key):
+            causes.append(structural._required(f"spec.names.{key}"))
+    for key in ("plural", "singular"):
+        value = names.get(key)
+        if value and (errs := _dns1123_label(value)):
+            causes.append(structural._invalid(f"spec.names.{key}", value, ",".join(errs)))
+    strategy = _dict(spec.get("conversion")).get("strategy")
+    if strategy == "Webhook":
+        causes.append(structural._invalid(
+            "spec.conversion.strategy", strategy,
+            "Webhook conversion is not supported by the embedded API server"))
+    elif strategy not in ("None", None):
+        causes.append(("FieldValueNotSupported", "spec.conversion.strategy",
+                       f'Unsupported value: {_quoted(strategy)}: supported values: "None", '
+                       '"Webhook"'))
+    if old is not None:
+        old_spec = _dict(old.get("spec"))
+        old_names = _dict(old_spec.get("names"))
+        for path, new_value, old_value in (
+                ("spec.scope", scope, old_spec.get("scope")),
+                ("spec.names.kind", names.get("kind"), old_names.get("kind")),
+                ("spec.group", group, old_spec.get("group")),
+                ("spec.names.plural", plural, old_names.get("plural"))):
+            if new_value != old_value:
+                causes.append(structural._invalid(path, new_value,
+                                                  "field is immutable"))
+    return causes
+
+
+def default_crd(crd: dict[str, Any]) -> None:
+    """``apis/apiextensions/v1/defaults.go``: names' ``singular`` and ``listKind``,
+    ``conversion.strategy: None``."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict) and isinstance(names.get("kind"), str):
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", names["kind"] + "List")
+    conversion = spec.setdefault("conversion", {})
+    if isinstance(conversion, dict):
+        conversion.setdefault("strategy", "None")
+
+
+def _condition(kind: str, reason: str, message: str, now: str,
+               state: str = "True") -> dict[str, Any]:
+    return {"type": kind, "status": state, "lastTransitionTime": now, "reason": reason,
+            "message": message}
+
+
+class CustomResources:
+    """The CRD side of :class:`~informers.testing.strategy.Strategy`: its hooks are called
+    under the storage lock, so every change of what is served is atomic with the write that
+    caused it. Thread-safe under that lock."""
+
+    def __init__(self, registry: ResourceRegistry, storage: Storage) -> None:
+        self._registry = registry
+        self._storage = storage
+        self._strategy: _Writer | None = None
+        self._served: dict[str, list[CustomResourceType]] = {}  # by CRD name
+        registry.add(CRD_RESOURCE)
+
+    def attach(self, strategy: _Writer) -> None:
+        self._strategy = strategy
+
+    # -- strategy hooks ------------------------------------------------------------------------
+
+    def prepare(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None,
+                subresource: str, seeding: bool) -> None:
+        """Before validation of a create (``old`` is ``None``) or update: default, prune and
+        validate a CRD or a custom resource. Raises a 422 ``StatusError``."""
+        if rt is CRD_RESOURCE or rt == CRD_RESOURCE:
+            self._prepare_crd(obj, old, subresource, seeding)
+        elif isinstance(rt, CustomResourceType):
+            self._prepare_custom(rt, obj, old, subresource, seeding)
+
+    def stored(self, rt: ResourceType, entry: Entry) -> None:
+        """After a CRD was written: serve what it defines; finish its deletion."""
+        if rt == CRD_RESOURCE:
+            self._reconcile(entry)
+
+    def deleting(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Before a delete marks ``obj``: a CRD gets the cleanup finalizer and the
+        ``Terminating`` condition (``registry/customresourcedefinition/etcd.go`` ``Delete``)."""
+        if rt != CRD_RESOURCE:
+            return
+        meta = obj["metadata"]
+        if CLEANUP_FINALIZER not in (meta.get("finalizers") or []):
+            meta["finalizers"] = [*(meta.get("finalizers") or []), CLEANUP_FINALIZER]
+        conditions = [c for c in _dict(obj.get("status")).get("conditions") or []
+                      if c.get("type") != "Terminating"]
+        conditions.append(_condition(
+            "Terminating", "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin "
+            "soon", self._now()))
+        obj.setdefault("status", {})["conditions"] = conditions
+
+    def removed(self, rt: ResourceType, entry: Entry) -> None:
+        if rt == CRD_RESOURCE:
+            self._unserve(entry.name)
+
+    # -- CRDs ----------------------------------------------------------------------------------
+
+    def _prepare_crd(self, crd: dict[str, Any], old: dict[str, Any] | None, subresource: str,
+                     seeding: bool) -> None:
+        if subresource == "status":
+            return
+        default_crd(crd)
+        causes = crd_errors(crd, old)
+        if causes:
+            raise status.invalid("CustomResourceDefinition", "apiextensions.k8s.io",
+                                 (crd.get("metadata") or {}).get("name") or "", causes)
+        if old is None:
+            if not (seeding and "status" in crd):
+                crd["status"] = {"conditions": [],
+                                 "acceptedNames": {"plural": "", "kind": ""},
+                                 "storedVersions": [self._storage_version(crd)]}
+        else:
+            stored = list((old.get("status") or {}).get("storedVersions") or [])
+            version = self._storage_version(crd)
+            if version not in stored:
+                stored.append(version)
+            crd.setdefault("status", {})["storedVersions"] = stored
+
+    @staticmethod
+    def _storage_version(crd: dict[str, Any]) -> str:
+        for version in crd["spec"]["versions"]:
+            if version.get("storage"):
+                return str(version["name"])
+        return ""
+
+    def _accept_names(self, crd: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+        """The naming controller (``controller/status/naming_controller.go``
+        ``calculateNamesAndConditions``): the names of ``crd`` that no other CRD of its group
+        has accepted, and the ``NamesAccepted`` reason and message (``NoConflicts``, or the
+        last conflict found: plural, singular, short names, kind, list kind)."""
+        spec = crd["spec"]
+        used: set[str] = set()
+        kinds: set[str] = set()
+        for entry in self._storage.collection(CRD_RESOURCE).objects.values():
+            other = entry.decode()
+            if (other["metadata"]["name"] == crd["metadata"]["name"]
+                    or _dict(other.get("spec")).get("group") != spec["group"]):
+                continue
+            accepted = _dict(_dict(other.get("status")).get("acceptedNames"))
+            used.update([accepted.get("plural", ""), accepted.get("singular", ""),
+                         *(accepted.get("shortNames") or [])])
+            kinds.update([accepted.get("kind", ""), accepted.get("listKind", "")])
+        requested = spec["names"]
+        before = _dict(_dict(crd.get("status")).get("acceptedNames"))
+        names = dict(before) or {"plural": "", "kind": ""}
+        reason, message = "NoConflicts", "no conflicts found"
+
+        def fresh(key: str, pool: set[str], why: str) -> None:
+            nonlocal reason, message
+            wanted = requested.get(key, "")
+            if wanted == before.get(key, "") or wanted not in pool:
+                if wanted:
+                    names[key] = wanted
+                return
+            reason, message = why, f'"{wanted}" is already in use'
+
+        fresh("plural", used, "PluralConflict")
+        fresh("singular", used, "SingularConflict")
+        short = requested.get("shortNames") or []
+        if short != (before.get("shortNames") or []):
+            taken = [n for n in short if n not in (before.get("shortNames") or []) and n in used]
+            if taken:
+                reason = "ShortNamesConflict"
+                message = ", ".join(f'"{n}" is already in use' for n in taken)
+                if len(taken) > 1:
+                    message = f"[{message}]"
+            elif short:
+                names["shortNames"] = short
+        fresh("kind", kinds, "KindConflict")
+        fresh("listKind", kinds, "ListKindConflict")
+        if requested.get("categories"):
+            names["categories"] = requested["categories"]
+        else:
+            names.pop("categories", None)
+        return names, reason, message
+
+    def _reconcile(self, entry: Entry) -> None:
+        crd = entry.decode()
+        meta = crd["metadata"]
+        if meta.get("deletionTimestamp"):
+            self._finish_deletion(entry, crd)
+            return
+        assert self._strategy is not None
+        names, reason, message = self._accept_names(crd)
+        status_part = crd.setdefault("status", {})
+        status_part["acceptedNames"] = names
+        now = self._now()
+        conflict = reason != "NoConflicts"
+        if conflict:
+            conditions = [
+                _condition("NamesAccepted", reason, message, now, "False"),
+                _condition("Established", "NotAccepted", "not all names are accepted", now,
+                           "False")]
+            self._unserve(meta["name"])
+        else:
+            conditions = [
+                _condition("NamesAccepted", "NoConflicts", "no conflicts found", now),
+                _condition("Established", "InitialNamesAccepted",
+                           "the initial names have been accepted", now),
+            ]
+            self._serve(crd)
+        old_conditions = {c.get("type"): c for c in status_part.get("conditions") or []}
+        for condition in conditions:  # keep lastTransitionTime when nothing changed
+            before = old_conditions.get(condition["type"])
+            if before and before.get("status") == condition["status"]:
+                condition["lastTransitionTime"] = before.get("lastTransitionTime")
+        if status_part.get("conditions") == conditions and entry.decode().get("status") == (
+                status_part):
+            return
+        status_part["conditions"] = conditions
+        self._strategy.update(CRD_RESOURCE, "", meta["name"], crd, subresource="status")
+
+    def _now(self) -> str:
+        assert self._strategy is not None
+        return self._strategy.now()
+
+    def _serve(self, crd: dict[str, Any]) -> None:
+        """Register a :class:`CustomResourceType` per served version of ``crd``."""
+        spec = crd["spec"]
+        names = spec["names"]
+        rts = []
+        for version in spec["versions"]:
+            if not version.get("served"):
+                continue
+            subresources = version.get("subresources") or {}
+            schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            rts.append(CustomResourceType(
+                spec["group"], version["name"], names["plural"], names["kind"],
+                namespaced=spec.get("scope") == "Namespaced",
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                has_status="status" in subresources, has_generation=True, builtin=False,
+                verbs=_CUSTOM_VERBS, storage_version=self._storage_version(crd),
+                crd_resource_version=crd["metadata"].get("resourceVersion", ""),
+                create_status=None, crd_name=crd["metadata"]["name"], schema=schema,
+                printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
+                selectable_fields=tuple(f.get("jsonPath", "")
+                                        for f in version.get("selectableFields") or ()),
+                rules=cel_rules.compile_schema(schema) if schema else None,
+            ))
+        self._unserve(crd["metadata"]["name"])
+        for rt in rts:
+            self._registry.add(rt)
+        self._served[crd["metadata"]["name"]] = rts
+
+    def _unserve(self, crd_name: str) -> None:
+        for rt in self._served.pop(crd_name, []):
+            self._registry.remove(rt)
+
+    def _finish_deletion(self, entry: Entry, crd: dict[str, Any]) -> None:
+        """The finalizer controller: delete every custom resource, then drop the finalizer."""
+        assert self._strategy is not None
+        rts = self._served.get(crd["metadata"]["name"], [])
+        if rts:
+            rt = rts[0]
+            coll = self._storage.collection(rt)
+            for key in list(coll.sorted_keys()):
+                stored = coll.objects.get(key)
+                if stored is not None:
+                    self._strategy.delete(rt, stored.namespace, stored.name, {})
+        finalizers = [f for f in crd["metadata"].get("finalizers") or []
+                      if f != CLEANUP_FINALIZER]
+        if finalizers == (crd["metadata"].get("finalizers") or []):
+            return
+        crd["metadata"]["finalizers"] = finalizers
+        if not finalizers:
+            del crd["metadata"]["finalizers"]
+        self._unserve(crd["metadata"]["name"])
+        self._strategy.update(CRD_RESOURCE, "", crd["metadata"]["name"], crd)
+
+    # -- custom resources ----------------------------------------------------------------------
+
+    def _prepare_custom(self, rt: CustomResourceType, obj: dict[str, Any],
+                        old: dict[str, Any] | None, subresource: str, seeding: bool) -> None:
+        if rt.has_status and subresource == "":
+            # customresource strategy PrepareForCreate / PrepareForUpdate: a create cannot
+            # set the status, a main-resource update keeps the stored one.
+            if old is not None and "status" in old:
+                obj["status"] = old["status"]
+            elif old is not None or not seeding:
+                obj.pop("status", None)
+        schema = rt.schema
+        if schema is None:
+            return
+        structural.prune(obj, schema)
+        structural.apply_defaults(obj, schema)
+        causes: list[Cause] = []
+        for key, value in obj.items():
+            if key in ("metadata", "apiVersion", "kind"):
+                continue
+            if subresource == "status" and key != "status":
+                continue
+            props = schema.get("properties") or {}
+            causes.extend(structural.validate(value, props.get(key), key))
+        for name in schema.get("required") or []:
+            if name not in obj:
+                causes.append(structural._required(name))
+        if not causes and rt.rules is not None:
+            causes.extend(cel_rules.evaluate(rt.rules, obj, old))
+        if causes:
+            raise status.invalid(rt.kind, rt.group, (obj.get("metadata") or {}).get("name")
+                                 or "", causes)
+
+
+
+_CRD_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def read_crds(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The ``CustomResourceDefinition`` documents of ``paths``, in order: a file, or a folder
+    whose ``.json``, ``.yaml`` and ``.yml`` files are read in name order (not recursively),
+    as envtest's ``CRDInstallOptions.Paths`` (``CRDDirectoryPaths``) reads them. Other kinds
+    of documents are skipped, as there.
+
+    Raises:
+        FileNotFoundError: a path does not exist (envtest's ``ErrorIfPathMissing``).
+        ValueError: a file is not YAML, or a document is not a mapping.
+    """
+    found: list[dict[str, Any]] = []
+    for raw in paths:
+        path = pathlib.Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir()
+                           if p.is_file() and p.suffix in _CRD_FILE_SUFFIXES)
+        elif path.exists():
+            files = [path]
+        else:
+            raise FileNotFoundError(f"CRD path {str(path)!r} does not exist")
+        for file in files:
+            try:
+                documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+            except yaml.YAMLError as err:
+                raise ValueError(f"{file}: not YAML: {err}") from None
+            for index, doc in enumerate(documents):
+                if doc is None:
+                    continue
+                if not isinstance(doc, dict):
+                    raise ValueError(f"{file}: document {index} is not a mapping")
+                if (doc.get("kind") == "CustomResourceDefinition"
+                        and str(doc.get("apiVersion", "")).startswith("apiextensions.k8s.io/")):
+                    found.append(doc)
+    return found
