@@ -273,5 +273,6 @@ def test_sources_that_never_sync_exit_1_naming_them_in_json_lines(tmp_path):
     assert any(e["logger"] == "informers.reflector" for e in entries)
     errors = [e["message"] for e in entries if e["logger"] == "controllers.kubelet.cli"]
     assert len(errors) == 1 and entries[-1]["level"] == "ERROR"
-    assert errors[0].startswith("pod sources never synced: api (last error: failed to list Pod: list v1/pods: ")
+    assert errors[0].startswith(
+        "pod sources never synced: api (last error: failed to list Pod: list v1/pods: ")
     assert errors[0].endswith("Connection refused)")
