@@ -47,6 +47,7 @@ from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage, object_key
+from informers.testing.strategic_merge import strategic_patch
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "Strategy"]
 
@@ -250,7 +251,9 @@ class Strategy:
         subresource: str = "", dry_run: bool = False,
         validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Entry:
-        """PATCH an object. Strategic merge patch is applied as a JSON merge patch.
+        """PATCH an object (a strategic merge patch by :mod:`informers.testing
+        .strategic_merge`; on custom resources, which kube-apiserver refuses it for, as a JSON
+        merge patch).
         ``validate`` sees the patched object (with ``kind`` and ``apiVersion``) and returns
         what to store (the ``fieldValidation`` check)."""
         with self._storage.lock:
@@ -260,6 +263,8 @@ class Strategy:
             try:
                 if patch_type == JSON_PATCH:
                     patched = apply_json_patch(target, patch)
+                elif patch_type == STRATEGIC_MERGE_PATCH and rt.builtin:
+                    patched = strategic_patch(rt, target, patch)
                 else:
                     if not isinstance(patch, dict):
                         raise PatchError("a merge patch must be a JSON object")
