@@ -156,7 +156,7 @@ class MergeSchemas:
         return shape
 
     def _fill(self, go_type: str, shape: Shape, outer: dict[str, dict[str, Any]]) -> None:
-        table = self._schemas._loaded().types  # noqa: SLF001 (the shared table, read-only)
+        table = self._schemas._loaded().types  # the shared table, read-only
         own = self._loaded().get(go_type, {})
         for entry in table.get(go_type, ()):
             if entry.get("inline"):
