@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.parser
 import http.client
+import json
 import logging
 import re
 import socket
@@ -24,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import access, protobuf, status
+from informers.testing import access, protobuf, status, tables
 from informers.testing.endpoints import (
     Endpoints,
     Response,
@@ -520,6 +521,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise status.method_not_allowed()
         if verb not in rt.verbs:
             raise status.method_not_allowed()
+        if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
+            return self._table(app, info, query)
         if verb == "get":
             return endpoints.get(info, query)
         if verb == "list":
@@ -576,6 +579,21 @@ class RequestHandler(BaseHTTPRequestHandler):
         raise status.method_not_allowed()
 
     # -- watches -------------------------------------------------------------------------------
+
+    def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
+        """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""
+        rt = info.rt
+        assert rt is not None
+        if info.verb == "get":
+            obj = json.loads(app.endpoints.get(info, query).body)
+            objects, meta = [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+        else:
+            listed = json.loads(app.endpoints.list(info, ListOptions.parse(query)).body)
+            objects = [{"kind": rt.kind, "apiVersion": rt.api_version, **item}
+                       for item in listed.get("items", [])]
+            meta = listed.get("metadata", {})
+        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query)
+        return Response(200, json.dumps(table, separators=(",", ":")).encode())
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)
