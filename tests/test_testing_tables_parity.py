@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from wire import call
+from wire import call, watch_lines
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 AGE = re.compile(r"^\d+s$")
@@ -93,3 +93,20 @@ def test_tables_of_other_kinds(any_api_server):
         ["Name", "Holder", "Age"], [["l", "me", "<age>"]])
     assert table(f"/api/v1/namespaces/{ns}") == (["Name", "Status", "Age"],
                                                   [[ns, "Active", "<age>"]])
+
+
+def test_a_watch_as_table_sends_columns_once(any_api_server):
+    s = any_api_server
+    for name in ("a", "b"):
+        s.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                  "data": {"k": "v"}})
+    events = watch_lines(s, f"/api/v1/namespaces/{s.namespace}/configmaps", 2, accept=TABLE,
+                         query=[("resourceVersion", "0")])
+    assert [e["type"] for e in events] == ["ADDED", "ADDED"]
+    first, second = (e["object"] for e in events)
+    assert (first["kind"], first["apiVersion"]) == ("Table", "meta.k8s.io/v1")
+    assert [c["name"] for c in first["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert second["columnDefinitions"] is None  # NoHeaders: null, not absent
+    assert sorted(cells(first) + cells(second)) == [["a", 1, "<age>"], ["b", 1, "<age>"]]
+    assert first["metadata"]["resourceVersion"] == first["rows"][0]["object"]["metadata"][
+        "resourceVersion"]

@@ -30,3 +30,33 @@ def call(server: Any, method: str, path: str, body: Any = None, *,
             return response.status, data.decode(errors="replace")
     finally:
         api.close()
+
+
+def watch_lines(server: Any, path: str, count: int, *, accept: str = "application/json",
+                query: list[tuple[str, str]] | None = None) -> list[Any]:
+    """The first ``count`` events (decoded) of a watch on ``path`` (``?watch=1`` added;
+    bounded by ``timeoutSeconds=10``)."""
+    api = server.api_client()
+    try:
+        _, url, headers, _, _ = api.param_serialize(
+            "GET", path, query_params=[("watch", "1"), ("timeoutSeconds", "10"),
+                                       *(query or [])],
+            header_params={"Accept": accept}, auth_settings=["BearerToken"])
+        response = api.rest_client.pool_manager.request(
+            "GET", url, headers=headers, preload_content=False, timeout=15)
+        events: list[Any] = []
+        buffer = b""
+        try:
+            for chunk in response.stream(1024):
+                buffer += chunk
+                while b"\n" in buffer and len(events) < count:
+                    line, buffer = buffer.split(b"\n", 1)
+                    events.append(json.loads(line))
+                if len(events) >= count:
+                    break
+        finally:
+            response.release_conn()
+            response.close()
+        return events
+    finally:
+        api.close()

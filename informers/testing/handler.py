@@ -625,7 +625,11 @@ class RequestHandler(BaseHTTPRequestHandler):
             return
         app.watch_opened(handle)
         try:
-            stream.serve(_Chunks(self, handle), handle)
+            writer: Any = _Chunks(self, handle)
+            if tables.wants_table(self.headers.get("Accept", "")):
+                writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
+                                                 app.clock.wall)
+            stream.serve(writer, handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:

@@ -14,10 +14,11 @@ functions of their inputs; ``now`` is passed in (the server's clock).
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["human_duration", "table_of", "wants_table"]
+__all__ = ["TableWatchWriter", "human_duration", "table_of", "wants_table"]
 
 Row = list[Any]
 _Printer = Callable[[dict[str, Any], datetime.datetime, bool], Row]
@@ -368,7 +369,7 @@ def table_of(group: str, resource: str, objects: list[dict[str, Any]],
     """The Table of ``objects`` (typed, with ``kind``/``apiVersion``). ``query`` gives
     ``includeObject`` and kubectl's ``-o wide`` (which is client-side: every column is always
     sent, as kube-apiserver does with ``GenerateOptions{Wide: true}``). ``with_columns``:
-    watch events after the first omit ``columnDefinitions``, as kube-apiserver does."""
+    watch events after the first have ``columnDefinitions: null``, as kube-apiserver does."""
     columns, printer = _PRINTERS.get((group, resource), _DEFAULT)
     include = query.get("includeObject", "Metadata")
     rows = []
@@ -383,7 +384,42 @@ def table_of(group: str, resource: str, objects: list[dict[str, Any]],
         rows.append(row)
     table: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
                              "metadata": list_meta}
-    if with_columns:
-        table["columnDefinitions"] = columns
+    table["columnDefinitions"] = columns if with_columns else None
     table["rows"] = rows
     return table
+
+
+class TableWatchWriter:
+    """A watch stream's writer that turns each event's object into a one-row Table, column
+    definitions on the first event only (apiserver/pkg/endpoints/handlers/response.go
+    ``watchEmbeddedEncoder``: ``NoHeaders`` after the first). Bookmarks and errors pass
+    unchanged. Wraps ``inner`` (``write``/``finish``/``abort``); one stream's thread only."""
+
+    def __init__(self, inner: Any, group: str, resource: str, query: dict[str, str],
+                 now: Callable[[], datetime.datetime]) -> None:
+        self._inner = inner
+        self._group, self._resource, self._query, self._now = group, resource, query, now
+        self._headers = True
+
+    def write(self, data: bytes) -> None:
+        out: list[bytes] = []
+        for line in data.split(b"\n"):
+            if not line:
+                continue
+            event = json.loads(line)
+            obj = event.get("object")
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
+                meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
+                event["object"] = table_of(self._group, self._resource, [obj], meta,
+                                           self._now(), self._query,
+                                           with_columns=self._headers)
+                self._headers = False
+                line = json.dumps(event, separators=(",", ":")).encode()
+            out.append(line + b"\n")
+        self._inner.write(b"".join(out))
+
+    def finish(self) -> None:
+        self._inner.finish()
+
+    def abort(self) -> None:
+        self._inner.abort()
