@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
@@ -335,17 +337,32 @@ class Endpoints:
 
     @staticmethod
     def check_patch_type(content_type: str) -> None:
-        if content_type == APPLY_PATCH:
-            raise status.unsupported_media_type(
-                "the embedded API server does not implement server-side apply "
-                f"(Content-Type {APPLY_PATCH}); use a JSON merge patch "
-                f"({MERGE_PATCH}) or a JSON patch ({JSON_PATCH})"
-            )
-        if content_type not in _PATCH_TYPES:
+        if content_type not in (*_PATCH_TYPES, APPLY_PATCH):
             raise status.unsupported_media_type(
                 f"the body of the request was in an unknown format - accepted media types "
-                f"include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+                f"include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}, {STRATEGIC_MERGE_PATCH}"
             )
+
+    def apply(self, info: RequestInfo, query: dict[str, str], raw: bytes) -> Response:
+        """Server-side apply (:mod:`informers.testing.apply`): 201 when it created."""
+        rt = info.rt
+        assert rt is not None
+        manager = query.get("fieldManager", "")
+        if not manager:
+            raise status.invalid("PatchOptions", "meta.k8s.io", "", [
+                ("FieldValueRequired", "fieldManager", "Required value: is required for "
+                 "apply patch")])
+        force = query.get("force", "") == "true"
+        try:
+            config = yaml.safe_load(raw.decode("utf-8")) if raw.strip() else None
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            raise status.bad_request(f"error decoding YAML: {err}") from None
+        if not isinstance(config, dict):
+            raise status.bad_request("the body of an apply patch must be an object")
+        entry, created = self.strategy.apply(
+            rt, info.namespace or "", info.name, config, manager=manager, force=force,
+            dry_run=self._dry_run(query))
+        return Response(201 if created else 200, entry.typed(rt))
 
     def patch(
         self, info: RequestInfo, query: dict[str, str], content_type: str, body: Any,

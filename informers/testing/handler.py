@@ -27,6 +27,7 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import access, protobuf, status, tables
 from informers.testing.endpoints import (
+    APPLY_PATCH,
     Endpoints,
     Response,
     decode_body,
@@ -559,6 +560,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             return response
         if verb == "patch":
             endpoints.check_patch_type(content_type)
+            if content_type == APPLY_PATCH:
+                return endpoints.apply(info, query, raw)
             mode = directive(query, verb)
             patch, duplicates = app.field_validator.decode_patch(raw, content_type, rt, mode)
             warnings = []

@@ -22,6 +22,7 @@ from typing import Any
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
+from informers.testing.apply import apply_object
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -43,6 +44,7 @@ from informers.testing.kind_rules import (
     spec_finalizers,
     validate,
 )
+from informers.testing.merge_schema import MergeSchemas
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
 from informers.testing.resources import ResourceRegistry, ResourceType
@@ -281,6 +283,29 @@ class Strategy:
             return self._write_update(
                 rt, namespace, name, current, patched, subresource, dry_run, old=target
             )
+
+    def apply(
+        self, rt: ResourceType, namespace: str, name: str, config: dict[str, Any], *,
+        manager: str, force: bool, dry_run: bool = False,
+    ) -> tuple[Entry, bool]:
+        """Server-side apply :mod:`informers.testing.apply`; ``(entry, created)``."""
+        with self._storage.lock:
+            current = self._storage.get(rt, object_key(rt, namespace, name))
+            live = None
+            if current is not None:
+                live = {"kind": rt.kind, "apiVersion": rt.api_version, **current.decode()}
+            merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
+                                  manager=manager, force=force, api_version=rt.api_version,
+                                  now=self._now(), has_status=rt.has_status)
+            if current is None:
+                return self.create(rt, namespace, merged, dry_run=dry_run), True
+            assert live is not None
+            merged = self._body(rt, merged)
+            merged["metadata"].pop("resourceVersion", None)
+            live.pop("kind")
+            live.pop("apiVersion")
+            return self._write_update(rt, namespace, name, current, merged, "", dry_run,
+                                      old=live), False
 
     def _write_update(
         self, rt: ResourceType, namespace: str, name: str, current: Entry, obj: dict[str, Any],
