@@ -1,5 +1,5 @@
 """kubectl end to end against the embedded server: ``get`` prints kube-apiserver's columns
-(tables), ``-o wide``, ``-w``."""
+(tables), ``-o wide``, ``-w``; ``apply --server-side`` twice; ``patch`` (strategic)."""
 
 from __future__ import annotations
 
@@ -54,3 +54,39 @@ def test_kubectl_get_watch_prints_rows(kubectl):
     lines = squeeze(got.stdout)
     assert lines[0] == ["NAME", "DATA", "AGE"]
     assert lines[1][:2] == ["c", "1"]
+
+
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: c, image: "nginx:1", ports: [{containerPort: 80}]}
+      - {name: d, image: "nginx:1"}
+"""
+
+
+def test_kubectl_apply_server_side_twice_and_client_side_merges(kubectl, tmp_path):
+    manifest = tmp_path / "d.yaml"
+    manifest.write_text(DEPLOYMENT)
+    first = kubectl("apply", "--server-side", "-f", str(manifest))
+    assert (first.returncode, first.stdout) == (0, "deployment.apps/web serverside-applied\n")
+    manifest.write_text(DEPLOYMENT.replace("replicas: 1", "replicas: 2"))
+    second = kubectl("apply", "--server-side", "-f", str(manifest))
+    assert (second.returncode, second.stdout) == (0, "deployment.apps/web serverside-applied\n")
+    stored = kubectl.server.get("deployments", "default", "web")
+    assert stored["spec"]["replicas"] == 2
+    assert [(e["manager"], e["operation"]) for e in stored["metadata"]["managedFields"]] == [
+        ("kubectl", "Apply")]
+    # a strategic merge patch of one container keeps the other
+    patch = '{"spec":{"template":{"spec":{"containers":[{"name":"d","image":"nginx:2"}]}}}}'
+    patched = kubectl("patch", "deployment", "web", "-p", patch)
+    assert patched.returncode == 0, patched.stderr
+    containers = kubectl.server.get("deployments", "default", "web")["spec"]["template"][
+        "spec"]["containers"]
+    assert [(c["name"], c["image"]) for c in containers] == [("c", "nginx:1"), ("d", "nginx:2")]
