@@ -363,7 +363,7 @@ class Endpoints:
         force = query.get("force", "") == "true"
         try:  # JSON (what kubectl sends) is YAML; the JSON decoder is the fast path
             config = loads(raw) if raw.strip() else None
-        except (*JSONDecodeError, ValueError):
+        except JSONDecodeError:
             config = _yaml_object(raw)
         if not isinstance(config, dict):
             raise status.bad_request("the body of an apply patch must be an object")
