@@ -116,3 +116,16 @@ def test_apply_merges_lists_by_key_and_removes_what_it_no_longer_applies(any_api
                       "      containers:\n      - {name: a, image: 'registry.invalid/a:1'}\n",
                       yaml_body=True)
     assert code == 200
+
+
+def test_an_update_without_managed_fields_keeps_them(any_api_server):
+    s = any_api_server
+    code, applied = apply(s, "d", deployment("d", replicas=2))
+    assert code == 201
+    body = dict(applied)
+    body["metadata"] = {k: v for k, v in applied["metadata"].items() if k != "managedFields"}
+    code, updated = call(s, "PUT",
+                         f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d", body,
+                         query=[("fieldManager", "m1")])
+    assert code == 200, updated
+    assert managed(updated) == managed(applied)

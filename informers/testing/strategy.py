@@ -342,6 +342,9 @@ class Strategy:
         else:
             new = obj
             new_meta = new["metadata"]
+            if "managedFields" not in new_meta and old_meta.get("managedFields"):
+                # an update that sends none keeps them (fieldmanager: nil means unchanged)
+                new_meta["managedFields"] = old_meta["managedFields"]
             for key in ("uid", "creationTimestamp", "deletionTimestamp",
                         "deletionGracePeriodSeconds", "generation"):
                 if key in old_meta:
