@@ -110,3 +110,37 @@ def test_a_watch_as_table_sends_columns_once(any_api_server):
     assert sorted(cells(first) + cells(second)) == [["a", 1, "<age>"], ["b", 1, "<age>"]]
     assert first["metadata"]["resourceVersion"] == first["rows"][0]["object"]["metadata"][
         "resourceVersion"]
+
+
+def test_node_and_event_tables(any_api_server):
+    s = any_api_server
+    node = f"{s.namespace}-n"
+    s.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": node, "labels": {"node-role.kubernetes.io/worker": "", "kubernetes.io/role": "x"}},
+        "spec": {"unschedulable": True}})
+    try:
+        code, got = call(s, "GET", f"/api/v1/nodes/{node}", accept=TABLE)
+        assert code == 200, got
+        assert [c["name"] for c in got["columnDefinitions"]] == [
+            "Name", "Status", "Roles", "Age", "Version", "Internal-IP", "External-IP",
+            "OS-Image", "Kernel-Version", "Container-Runtime"]
+        assert cells(got) == [[node, "Unknown,SchedulingDisabled", "worker,x", "<age>", "",
+                               "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]]
+    finally:
+        call(s, "DELETE", f"/api/v1/nodes/{node}")
+    s.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+              "involvedObject": {"kind": "Pod", "name": "p", "namespace": s.namespace,
+                                 "fieldPath": "spec.containers{c}"},
+              "reason": "Pulled", "message": " done ", "type": "Normal",
+              "source": {"component": "kubelet", "host": "n1"},
+              "firstTimestamp": "2020-01-01T00:00:00Z", "lastTimestamp": "2020-01-01T00:00:00Z",
+              "count": 2})
+    code, got = call(s, "GET", f"/api/v1/namespaces/{s.namespace}/events/e", accept=TABLE)
+    assert code == 200, got
+    assert [c["name"] for c in got["columnDefinitions"]] == [
+        "Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message",
+        "First Seen", "Count", "Name"]
+    row = got["rows"][0]["cells"]
+    assert row[1:7] == ["Normal", "Pulled", "pod/p", "spec.containers{c}", "kubelet, n1", "done"]
+    assert row[8:] == [2, "e"]
+    assert re.fullmatch(r"\d+y\d*d?", row[0]) and row[0] == row[7]

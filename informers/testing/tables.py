@@ -3,7 +3,7 @@
 The columns and cells are those of kube-apiserver's printers
 (k8s.io/kubernetes@v1.36.3/pkg/printers/internalversion/printers.go: ``AddHandlers`` and the
 ``print<Kind>`` functions) for pods, services, endpoints, deployments, replicasets, namespaces,
-configmaps, secrets and leases; every other kind gets the default table (``Name``,
+nodes, configmaps, secrets, events and leases; every other kind gets the default table (``Name``,
 ``Created At``: apiserver/pkg/registry/rest/table.go ``DefaultTableConvertor``).
 ``includeObject`` (``None``, ``Metadata`` the default, ``Object``) is applied as
 apiserver/pkg/endpoints/handlers/response.go ``transformResponseObject`` does. Column
@@ -320,6 +320,60 @@ def _lease(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row:
     return [_name(obj), obj.get("spec", {}).get("holderIdentity") or "", _age(obj, now)]
 
 
+def _node(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row:
+    """``printNode``."""
+    st = obj.get("status", {})
+    ready = [c for c in st.get("conditions", []) if c.get("type") == "Ready"]
+    states = [("Ready" if ready[-1].get("status") == "True" else "NotReady")] if ready else []
+    states = states or ["Unknown"]
+    if obj.get("spec", {}).get("unschedulable"):
+        states.append("SchedulingDisabled")
+    roles: set[str] = set()
+    for key, value in (obj.get("metadata", {}).get("labels") or {}).items():
+        if key.startswith("node-role.kubernetes.io/") and key[24:]:
+            roles.add(key[24:])
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    info = st.get("nodeInfo", {})
+    row: Row = [_name(obj), ",".join(states), ",".join(sorted(roles)) or "<none>",
+                _age(obj, now), info.get("kubeletVersion", "")]
+    if wide:
+        def address(kind: str) -> str:
+            return next((a.get("address", "") for a in st.get("addresses", [])
+                         if a.get("type") == kind), "<none>")
+
+        kernel = info.get("kernelVersion") or "<unknown>"
+        if info.get("architecture"):
+            kernel += f" ({info['architecture']})"
+        row += [address("InternalIP"), address("ExternalIP"), info.get("osImage") or "<unknown>",
+                kernel, info.get("containerRuntimeVersion") or "<unknown>"]
+    return row
+
+
+def _event(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row:
+    """``printEvent`` (wide: kube-apiserver's table convertor always prints wide)."""
+    first = (_since(obj["firstTimestamp"], now) if obj.get("firstTimestamp")
+             else _since(obj.get("eventTime"), now))
+    last = _since(obj["lastTimestamp"], now) if obj.get("lastTimestamp") else first
+    count = obj.get("count", 0)
+    series = obj.get("series")
+    if series is not None:
+        last = _since(series.get("lastObservedTime"), now)
+        count = series.get("count", 0)
+    elif count == 0:
+        count = 1
+    involved = obj.get("involvedObject", {})
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = obj.get("source", {})
+    component = source.get("component") or obj.get("reportingComponent", "")
+    instance = source.get("host") or obj.get("reportingInstance", "")
+    return [last, obj.get("type", ""), obj.get("reason", ""), target,
+            involved.get("fieldPath", ""),
+            f"{component}, {instance}" if instance else component,
+            str(obj.get("message", "")).strip(), first, count, _name(obj)]
+
+
 _PRINTERS: dict[tuple[str, str], tuple[list[dict[str, Any]], _Printer]] = {
     ("", "pods"): ([_NAME, _column("Ready"), _column("Status"), _column("Restarts"),
                     _column("Age"), _column("IP", priority=1), _column("Node", priority=1),
@@ -350,6 +404,16 @@ _PRINTERS: dict[tuple[str, str], tuple[list[dict[str, Any]], _Printer]] = {
                                _column("Images", priority=1), _column("Selector", priority=1)],
                               _replica_set),
     ("coordination.k8s.io", "leases"): ([_NAME, _column("Holder"), _column("Age")], _lease),
+    ("", "nodes"): ([_NAME, _column("Status"), _column("Roles"), _column("Age"),
+                     _column("Version"), _column("Internal-IP", priority=1),
+                     _column("External-IP", priority=1), _column("OS-Image", priority=1),
+                     _column("Kernel-Version", priority=1),
+                     _column("Container-Runtime", priority=1)], _node),
+    ("", "events"): ([_column("Last Seen"), _column("Type"), _column("Reason"),
+                      _column("Object"), _column("Subobject", priority=1),
+                      _column("Source", priority=1), _column("Message"),
+                      _column("First Seen", priority=1), _column("Count", priority=1),
+                      _column("Name", priority=1)], _event),
 }
 
 _DEFAULT = ([_NAME, {"name": "Created At", "type": "date", "format": "",
