@@ -63,10 +63,10 @@ class ApiServer:
       of :data:`informers.resources.BUILTIN_RESOURCES`) and any kind added with
       :meth:`register_resource`; JSON responses only (request bodies in JSON, YAML or, for
       built-in kinds, protobuf: :mod:`informers.testing.protobuf`); server-side apply with
-      ``Apply`` managed fields only (:mod:`informers.testing.apply`); strategic merge patch by the published
-      patch strategies and merge keys (:mod:`informers.testing.strategic_merge`; on custom
-      resources, a JSON merge patch); kubectl's ``Table`` answers for get, list and watch
-      (:mod:`informers.testing.tables`);
+      ``Apply`` managed fields only (:mod:`informers.testing.apply`); strategic merge patch
+      by the published patch strategies and merge keys
+      (:mod:`informers.testing.strategic_merge`; on custom resources, a JSON merge patch);
+      kubectl's ``Table`` answers for get, list and watch (:mod:`informers.testing.tables`);
     * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
       pagination, bookmarks, ``sendInitialEvents`` and 410s as the API Concepts page documents
       for kube-apiserver v1.36 with its watch cache (``watch_cache=False`` makes
