@@ -348,7 +348,7 @@ class Endpoints:
         if content_type not in (*_PATCH_TYPES, APPLY_PATCH):
             raise status.unsupported_media_type(
                 f"the body of the request was in an unknown format - accepted media types "
-                f"include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}, {STRATEGIC_MERGE_PATCH}"
+                f"include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}, {APPLY_PATCH}"
             )
 
     def apply(self, info: RequestInfo, query: dict[str, str], raw: bytes) -> Response:
