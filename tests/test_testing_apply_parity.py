@@ -129,3 +129,29 @@ def test_an_update_without_managed_fields_keeps_them(any_api_server):
                          query=[("fieldManager", "m1")])
     assert code == 200, updated
     assert managed(updated) == managed(applied)
+
+
+def test_other_writes_record_update_entries_and_apply_conflicts_with_them(any_api_server):
+    s = any_api_server
+    path = f"/api/v1/namespaces/{s.namespace}/configmaps"
+    code, made = call(s, "POST", path, {"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}},
+                      query=[("fieldManager", "m0")])
+    assert code == 201, made
+    assert [(e["manager"], e["operation"], e["apiVersion"], e["fieldsV1"])
+            for e in made["metadata"]["managedFields"]] == [
+        ("m0", "Update", "v1", {"f:data": {".": {}, "f:a": {}, "f:b": {}}})]
+    body = dict(made)
+    body["data"] = {"a": "1", "b": "3"}
+    code, updated = call(s, "PUT", f"{path}/c", body, query=[("fieldManager", "m2")])
+    assert code == 200, updated
+    assert [(e["manager"], e["operation"], e["fieldsV1"])
+            for e in updated["metadata"]["managedFields"]] == [
+        ("m0", "Update", {"f:data": {".": {}, "f:a": {}}}),
+        ("m2", "Update", {"f:data": {"f:b": {}}})]
+    code, got = call(s, "PATCH", f"{path}/c", json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+         "data": {"a": "9"}}), content_type=APPLY, query=[("fieldManager", "m1")])
+    assert code == 409
+    assert got["message"] == (
+        'Apply failed with 1 conflict: conflict with "m0" using v1: .data.a')

@@ -578,9 +578,18 @@ def test_kubectl_custom_resources_explain_and_server_side_apply(server, kubectl)
     assert explained.returncode == 0
     assert "containerPort\t<integer>" in explained.stdout
     assert "KIND:       Widget" in kubectl("explain", "widgets").stdout
-    # Server-side apply (informers.testing.apply): kubectl's manager owns what it applied.
-    ssa = kubectl("apply", "--server-side", "-f", "@", manifest=widget + "spec: {size: 3}\n")
-    assert (ssa.returncode, ssa.stdout) == (0, "widget.example.com/w1 serverside-applied\n")
+    # Server-side apply (informers.testing.apply): a field client-side apply wrote (an Update
+    # entry of kubectl-client-side-apply) conflicts when changed...
+    conflict = kubectl("apply", "--server-side", "-f", "@", manifest=widget + "spec: {size: 3}\n")
+    assert conflict.returncode == 1
+    assert conflict.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" '
+        'using example.com/v1: .spec.size\n')
+    # ... and is taken over with --force-conflicts; kubectl then migrates the CSA entries.
+    ssa = kubectl("apply", "--server-side", "--force-conflicts", "-f", "@",
+                  manifest=widget + "spec: {size: 3}\n")
+    assert (ssa.returncode, ssa.stdout) == (
+        0, "widget.example.com/w1 serverside-applied\n"), ssa.stderr
     stored = server.get("widgets", "default", "w1")
     assert stored["spec"] == {"size": 3}
     assert [(e["manager"], e["operation"], e["fieldsV1"])

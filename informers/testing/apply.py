@@ -23,6 +23,7 @@ Pure functions plus :func:`apply_patch`, which runs under the caller's storage l
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 from typing import Any
 
@@ -30,7 +31,8 @@ from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.merge_schema import Shape
 
-__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "path_string"]
+__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "path_string",
+           "record_update"]
 
 Path = tuple[str, ...]
 
@@ -44,13 +46,19 @@ def _key(item: dict[str, Any], keys: tuple[str, ...]) -> str:
                              separators=(",", ":"), sort_keys=True)
 
 
-def field_paths(value: Any, shape: Shape, prefix: Path = ()) -> set[Path]:
+def field_paths(value: Any, shape: Shape, prefix: Path = (), *,
+                maps: bool = False) -> set[Path]:
     """The set of fields ``value`` sets (structured-merge-diff's ``toFieldSet``): leaves,
-    atomic values, and the items of associative lists and sets."""
+    atomic values, and the items of associative lists and sets; with ``maps``, also the map
+    values themselves (an Update's added fields: a ``map[string]...`` or a schemaless object
+    counts as added, a struct does not)."""
     if isinstance(value, dict) and value and not shape.atomic:
         result: set[Path] = set()
+        if (maps and prefix and shape.kind in ("map", "any")
+                and prefix != ("f:metadata",)):
+            result.add(prefix)
         for key, child in value.items():
-            result |= field_paths(child, shape.child(key), (*prefix, "f:" + key))
+            result |= field_paths(child, shape.child(key), (*prefix, "f:" + key), maps=maps)
         return result
     if isinstance(value, list) and shape.kind == "list" and shape.list_type == "map":
         result = set()
@@ -58,7 +66,7 @@ def field_paths(value: Any, shape: Shape, prefix: Path = ()) -> set[Path]:
             if isinstance(item, dict):
                 path = (*prefix, _key(item, shape.keys))
                 result.add(path)
-                result |= field_paths(item, shape.item(), path)
+                result |= field_paths(item, shape.item(), path, maps=maps)
         return result
     if isinstance(value, list) and shape.kind == "list" and shape.list_type == "set":
         return {(*prefix, "v:" + json.dumps(v, separators=(",", ":"))) for v in value}
@@ -194,10 +202,8 @@ def _manager_label(entry: dict[str, Any]) -> str:
     label = json.dumps(entry["manager"])
     if entry.get("subresource"):
         label += f' with subresource "{entry["subresource"]}"'
-    if entry.get("operation") == "Update":
+    if entry.get("operation") == "Update":  # the manager's identity carries no time
         label += f" using {entry.get('apiVersion', '')}"
-        if entry.get("time"):
-            label += f" at {entry['time']}"
     return label
 
 
@@ -257,8 +263,10 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
                                     for label, path in conflicts]}))
     merged = _merge(base, config, shape)
     still_owned = set().union(*owned.values()) if owned else set()
-    for path in sorted(previous - applied - still_owned, key=len, reverse=True):
-        _remove(merged, path)
+    kept = applied | still_owned
+    parents = {path[:n] for path in kept for n in range(1, len(path))}
+    for path in sorted(previous - kept - parents, key=len, reverse=True):
+        _remove(merged, path)  # a map still holding owned fields stays
     result_entries = []
     for entry in others:
         paths = owned[id(entry)] - taken
@@ -272,3 +280,70 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
     meta = merged.setdefault("metadata", {})
     meta["managedFields"] = _sort_entries(result_entries)
     return merged
+
+
+def record_update(old: dict[str, Any] | None, new: dict[str, Any], shape: Shape, *,
+                  manager: str, api_version: str, now: str, has_status: bool,
+                  subresource: str = "") -> None:
+    """Record a non-apply write in ``new``'s ``managedFields`` as kube-apiserver's field
+    manager does for ``operation: Update``: the fields changed from ``old`` (``None``: a
+    create) join ``manager``'s Update entry and leave every other manager's; fields gone from
+    the object leave every entry. In place on ``new['metadata']``."""
+    meta = new.setdefault("metadata", {})
+    entries = [dict(e) for e in meta.get("managedFields") or []]
+    if subresource == "status":
+        def tracked(obj: dict[str, Any] | None) -> set[Path]:
+            return {p for p in strip(field_paths(obj or {}, shape, maps=True), False)
+                    if p[:1] == ("f:status",)}
+    else:
+        def tracked(obj: dict[str, Any] | None) -> set[Path]:
+            return strip(field_paths(obj or {}, shape, maps=True), has_status)
+    before, after = tracked(old), tracked(new)
+    changed = {p for p in after if p not in before
+               or (_get(old, p) != _get(new, p) and not isinstance(_get(new, p), dict))}
+    mine = next((e for e in entries if e.get("manager") == manager
+                 and e.get("operation") == "Update" and e.get("apiVersion") == api_version
+                 and e.get("subresource", "") == subresource), None)
+    result = []
+    for entry in entries:
+        if entry is mine:
+            continue
+        paths = parse_fields_v1(entry.get("fieldsV1", {}))
+        kept = paths - changed
+        if entry.get("subresource", "") == subresource:
+            kept &= after
+        if kept != paths:
+            entry["fieldsV1"] = fields_v1(kept)
+        if kept:
+            result.append(entry)
+    previous = parse_fields_v1(mine.get("fieldsV1", {})) if mine else set()
+    owned = (previous | changed) & after
+    if owned:
+        entry = {"manager": manager, "operation": "Update", "apiVersion": api_version,
+                 "time": now if changed or mine is None else mine.get("time", now),
+                 "fieldsType": "FieldsV1", "fieldsV1": fields_v1(owned)}
+        if subresource:
+            entry["subresource"] = subresource
+        result.append(entry)
+    if result:
+        meta["managedFields"] = _sort_entries(result)
+    else:
+        meta.pop("managedFields", None)
+
+
+def same_managed_fields(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same entries, times compared as instants (a client that decoded
+    and re-encoded them may write ``+00:00`` for ``Z``)."""
+    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+        return False
+
+    def instant(entry: Any) -> Any:
+        if not isinstance(entry, dict) or not isinstance(entry.get("time"), str):
+            return entry
+        try:
+            moment = datetime.datetime.fromisoformat(entry["time"].replace("Z", "+00:00"))
+        except ValueError:
+            return entry
+        return {**entry, "time": moment}
+
+    return all(instant(x) == instant(y) for x, y in zip(a, b, strict=True))

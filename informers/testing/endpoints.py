@@ -324,22 +324,26 @@ class Endpoints:
                 f'Unsupported value: ["{value}"]: supported values: "All"')])
         return value == "All"
 
-    def create(self, info: RequestInfo, query: dict[str, str], body: Any) -> Response:
+    def create(self, info: RequestInfo, query: dict[str, str], body: Any,
+               manager: str = "") -> Response:
+        """``manager``: whose ``Update`` managed-fields entry records the write (the
+        ``fieldManager`` parameter, else the User-Agent's product; empty: none)."""
         rt = info.rt
         assert rt is not None
         if rt.namespaced and info.namespace is None:
             raise status.method_not_allowed()
         entry = self.strategy.create(
-            rt, info.namespace or "", body, dry_run=self._dry_run(query)
+            rt, info.namespace or "", body, dry_run=self._dry_run(query), manager=manager
         )
         return Response(201, entry.typed(rt))
 
-    def update(self, info: RequestInfo, query: dict[str, str], body: Any) -> Response:
+    def update(self, info: RequestInfo, query: dict[str, str], body: Any,
+               manager: str = "") -> Response:
         rt = info.rt
         assert rt is not None
         entry = self.strategy.update(
             rt, info.namespace or "", info.name, body, subresource=info.subresource,
-            dry_run=self._dry_run(query),
+            dry_run=self._dry_run(query), manager=manager,
         )
         return Response(200, entry.typed(rt))
 
@@ -375,12 +379,14 @@ class Endpoints:
     def patch(
         self, info: RequestInfo, query: dict[str, str], content_type: str, body: Any,
         validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        manager: str = "",
     ) -> Response:
         rt = info.rt
         assert rt is not None
         entry = self.strategy.patch(
             rt, info.namespace or "", info.name, content_type, body,
             subresource=info.subresource, dry_run=self._dry_run(query), validate=validate,
+            manager=manager,
         )
         return Response(200, entry.typed(rt))
 

@@ -553,9 +553,9 @@ class RequestHandler(BaseHTTPRequestHandler):
                     + (f", {protobuf.CONTENT_TYPE}" if rt.builtin else "")
                 )
             if verb == "create":
-                response = endpoints.create(info, query, body)
+                response = endpoints.create(info, query, body, self._manager(query))
             else:
-                response = endpoints.update(info, query, body)
+                response = endpoints.update(info, query, body, self._manager(query))
             response.headers.extend(map(warning_header, warnings))
             return response
         if verb == "patch":
@@ -567,7 +567,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             warnings = []
             response = endpoints.patch(
                 info, query, content_type, patch, app.field_validator.patched_check(
-                    rt, content_type, patch, duplicates, mode, warnings))
+                    rt, content_type, patch, duplicates, mode, warnings),
+                self._manager(query))
             response.headers.extend(map(warning_header, warnings))
             return response
         if verb in ("delete", "deletecollection"):
@@ -582,6 +583,11 @@ class RequestHandler(BaseHTTPRequestHandler):
         raise status.method_not_allowed()
 
     # -- watches -------------------------------------------------------------------------------
+
+    def _manager(self, query: dict[str, str]) -> str:
+        """The field manager of a write: ``fieldManager``, else the User-Agent up to its
+        first ``/`` (apiserver/pkg/endpoints/handlers/rest.go ``prefixFromUserAgent``)."""
+        return query.get("fieldManager") or (self.headers.get("User-Agent") or "").split("/")[0]
 
     def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
         """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""

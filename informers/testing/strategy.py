@@ -22,7 +22,7 @@ from typing import Any
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
-from informers.testing.apply import apply_object
+from informers.testing.apply import apply_object, record_update, same_managed_fields
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -164,7 +164,7 @@ class Strategy:
 
     def create(
         self, rt: ResourceType, namespace: str, obj: Any, *, seeding: bool = False,
-        dry_run: bool = False,
+        dry_run: bool = False, manager: str = "",
     ) -> Entry:
         """POST to a collection. ``obj`` becomes owned by the storage.
 
@@ -226,6 +226,10 @@ class Strategy:
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
+            if manager:
+                record_update(None, ordered, MergeSchemas.shared().shape(rt), manager=manager,
+                              api_version=rt.api_version, now=self._now(),
+                              has_status=rt.has_status)
             if dry_run:
                 return self._storage.preview(rt, ordered)
             return self._storage.put(rt, ordered)
@@ -234,7 +238,7 @@ class Strategy:
 
     def update(
         self, rt: ResourceType, namespace: str, name: str, obj: Any, *, subresource: str = "",
-        seeding: bool = False, dry_run: bool = False,
+        seeding: bool = False, dry_run: bool = False, manager: str = "",
     ) -> Entry:
         """PUT an object (``subresource="status"``: PUT its status).
 
@@ -246,12 +250,13 @@ class Strategy:
             current = self._current(rt, namespace, name)
             if seeding:
                 obj["metadata"].pop("resourceVersion", None)
-            return self._write_update(rt, namespace, name, current, obj, subresource, dry_run)
+            return self._write_update(rt, namespace, name, current, obj, subresource, dry_run,
+                                      manager=manager)
 
     def patch(
         self, rt: ResourceType, namespace: str, name: str, patch_type: str, patch: Any, *,
         subresource: str = "", dry_run: bool = False,
-        validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None, manager: str = "",
     ) -> Entry:
         """PATCH an object (a strategic merge patch by :mod:`informers.testing
         .strategic_merge`; on custom resources, which kube-apiserver refuses it for, as a JSON
@@ -281,7 +286,8 @@ class Strategy:
             target.pop("kind")
             target.pop("apiVersion")
             return self._write_update(
-                rt, namespace, name, current, patched, subresource, dry_run, old=target
+                rt, namespace, name, current, patched, subresource, dry_run, old=target,
+                manager=manager,
             )
 
     def apply(
@@ -310,6 +316,7 @@ class Strategy:
     def _write_update(
         self, rt: ResourceType, namespace: str, name: str, current: Entry, obj: dict[str, Any],
         subresource: str, dry_run: bool, old: dict[str, Any] | None = None,
+        manager: str = "",
     ) -> Entry:
         """Store ``obj`` over ``current``. ``old`` is ``current`` decoded (it may share nested
         values with ``obj``, as a patched copy does; neither is mutated below the top level)."""
@@ -342,7 +349,9 @@ class Strategy:
         else:
             new = obj
             new_meta = new["metadata"]
-            if "managedFields" not in new_meta and old_meta.get("managedFields"):
+            if old_meta.get("managedFields") and (
+                    "managedFields" not in new_meta
+                    or same_managed_fields(new_meta["managedFields"], old_meta["managedFields"])):
                 # an update that sends none keeps them (fieldmanager: nil means unchanged)
                 new_meta["managedFields"] = old_meta["managedFields"]
             for key in ("uid", "creationTimestamp", "deletionTimestamp",
@@ -379,6 +388,11 @@ class Strategy:
         new["metadata"]["resourceVersion"] = str(current.rv)
         if _strip_rv(new) == _strip_rv(old):
             return current  # no-op: etcd3 GuaranteedUpdate skips the write
+        if manager:
+            record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
+                          api_version=rt.api_version, now=self._now(),
+                          has_status=rt.has_status,
+                          subresource="status" if subresource == "status" else "")
         if dry_run:
             return self._storage.preview(rt, new)
         new_meta = new["metadata"]
