@@ -155,3 +155,27 @@ def test_other_writes_record_update_entries_and_apply_conflicts_with_them(any_ap
     assert code == 409
     assert got["message"] == (
         'Apply failed with 1 conflict: conflict with "m0" using v1: .data.a')
+
+
+def test_a_status_write_records_an_update_entry_of_the_subresource(any_api_server):
+    s = any_api_server
+    path = f"/api/v1/namespaces/{s.namespace}/pods"
+    code, made = call(s, "POST", path, {"apiVersion": "v1", "kind": "Pod",
+                                        "metadata": {"name": "p"}, "spec": {"containers": [
+                                            {"name": "c", "image": "registry.invalid/c"}]}},
+                      query=[("fieldManager", "maker")])
+    assert code == 201, made
+    body = dict(made)
+    stamp = "2020-01-01T00:00:00Z"  # Go writes zero times as null fields: set them
+    body["status"] = {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True", "lastProbeTime": stamp,
+         "lastTransitionTime": stamp}]}
+    code, got = call(s, "PUT", f"{path}/p/status", body, query=[("fieldManager", "kubelet")])
+    assert code == 200, got
+    entries = [e for e in got["metadata"]["managedFields"] if e["manager"] == "kubelet"]
+    assert [(e["operation"], e.get("subresource"), e["fieldsV1"]) for e in entries] == [
+        ("Update", "status", {"f:status": {"f:conditions": {
+            ".": {}, 'k:{"type":"Ready"}': {".": {}, "f:lastProbeTime": {},
+                                            "f:lastTransitionTime": {}, "f:status": {},
+                                            "f:type": {}}},
+            "f:phase": {}}})]

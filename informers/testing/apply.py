@@ -49,9 +49,9 @@ def _key(item: dict[str, Any], keys: tuple[str, ...]) -> str:
 def field_paths(value: Any, shape: Shape, prefix: Path = (), *,
                 maps: bool = False) -> set[Path]:
     """The set of fields ``value`` sets (structured-merge-diff's ``toFieldSet``): leaves,
-    atomic values, and the items of associative lists and sets; with ``maps``, also the map
-    values themselves (an Update's added fields: a ``map[string]...`` or a schemaless object
-    counts as added, a struct does not)."""
+    atomic values, and the items of associative lists and sets; with ``maps``, also the maps,
+    associative lists and sets themselves (an Update's added fields: a ``map[string]...``, a
+    schemaless object or a keyed list counts as added, a struct does not)."""
     if isinstance(value, dict) and value and not shape.atomic:
         result: set[Path] = set()
         if (maps and prefix and shape.kind in ("map", "any")
@@ -61,7 +61,7 @@ def field_paths(value: Any, shape: Shape, prefix: Path = (), *,
             result |= field_paths(child, shape.child(key), (*prefix, "f:" + key), maps=maps)
         return result
     if isinstance(value, list) and shape.kind == "list" and shape.list_type == "map":
-        result = set()
+        result = {prefix} if maps and prefix and value else set()
         for item in value:
             if isinstance(item, dict):
                 path = (*prefix, _key(item, shape.keys))
@@ -69,7 +69,8 @@ def field_paths(value: Any, shape: Shape, prefix: Path = (), *,
                 result |= field_paths(item, shape.item(), path, maps=maps)
         return result
     if isinstance(value, list) and shape.kind == "list" and shape.list_type == "set":
-        return {(*prefix, "v:" + json.dumps(v, separators=(",", ":"))) for v in value}
+        items = {(*prefix, "v:" + json.dumps(v, separators=(",", ":"))) for v in value}
+        return items | ({prefix} if maps and prefix and value else set())
     return {prefix} if prefix else set()
 
 
