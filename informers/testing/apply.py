@@ -15,9 +15,9 @@ structured-merge-diff's message (internal/conflict.go ``NewConflictError``) unle
 applies are removed when no other manager owns them. Applying to an object that does not exist
 creates it (201).
 
-Not done: ``Update`` entries for non-apply writes (create, update and patch record no managed
-fields), the managers' ``Update`` history; ``managedFields`` on objects not written by apply.
-Pure functions plus :func:`apply_patch`, which runs under the caller's storage lock.
+Creates, updates and patches record ``operation: Update`` entries (:func:`record_update`):
+the fields a write changed move to its manager. Writes through the seeding helpers record
+none. Pure functions of their inputs; the strategy calls them under its storage lock.
 """
 
 from __future__ import annotations

@@ -62,8 +62,8 @@ class ApiServer:
     * the built-in kinds of :data:`~informers.testing.resources.BUILTIN_RESOURCES` (every kind
       of :data:`informers.resources.BUILTIN_RESOURCES`) and any kind added with
       :meth:`register_resource`; JSON responses only (request bodies in JSON, YAML or, for
-      built-in kinds, protobuf: :mod:`informers.testing.protobuf`); server-side apply with
-      ``Apply`` managed fields only (:mod:`informers.testing.apply`); strategic merge patch
+      built-in kinds, protobuf: :mod:`informers.testing.protobuf`); server-side apply and
+      ``managedFields`` (:mod:`informers.testing.apply`); strategic merge patch
       by the published patch strategies and merge keys
       (:mod:`informers.testing.strategic_merge`; on custom resources, a JSON merge patch);
       kubectl's ``Table`` answers for get, list and watch (:mod:`informers.testing.tables`);
