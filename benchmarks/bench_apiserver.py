@@ -14,11 +14,15 @@ Sections:
    the history, watchers start from the first version) and ``live`` (a writer thread patches
    pods while the watchers read; bounded by the writer). Baseline: ``orjson.dumps`` of the same
    number of ``{"type": "MODIFIED", "object": pod}`` events in process.
+3. WRITE round trips per second on one deployment: a plain ``PUT`` (update) beside a
+   server-side apply (``PATCH`` ``application/apply-patch+yaml`` with a field manager, which
+   merges by the schema and records ``managedFields``) and a strategic merge patch.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import threading
 import time
@@ -162,6 +166,54 @@ def bench_watch(server: ApiServer, pods: list[dict[str, Any]], events: int) -> N
     print(f"  baseline orjson.dumps per event in process {baseline:9,.0f}/s")
 
 
+# -- 3. writes ------------------------------------------------------------------------------------
+
+
+def bench_writes(server: ApiServer, rounds: int) -> None:
+    http = urllib3.PoolManager()
+    headers = _headers(server)
+    path = f"{server.url}/apis/apps/v1/namespaces/default/deployments/bench"
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bench"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bench"}}, "template": {
+            "metadata": {"labels": {"app": "bench"}}, "spec": {"containers": [
+                {"name": f"c{i}", "image": "registry.invalid/c:1",
+                 "ports": [{"containerPort": 8000 + i}],
+                 "env": [{"name": "N", "value": str(i)}]} for i in range(3)]}}}}
+    server.create(deployment)
+
+    def timed(label: str, send: Any) -> None:
+        start = time.perf_counter()
+        for i in range(rounds):
+            response = send(i)
+            assert response.status in (200, 201), response.data[:300]
+        rate = rounds / (time.perf_counter() - start)
+        print(f"  {label:<44} {rate:9,.0f}/s")
+
+    def update(i: int) -> Any:
+        current = json.loads(http.request("GET", path, headers=headers).data)
+        current["spec"]["replicas"] = i % 5 + 1
+        return http.request("PUT", path, body=json.dumps(current).encode(), headers={
+            **headers, "Content-Type": "application/json"})
+
+    def apply(i: int) -> Any:
+        deployment["spec"]["replicas"] = i % 5 + 1
+        return http.request("PATCH", path + "?fieldManager=bench&force=true",
+                            body=json.dumps(deployment).encode(), headers={
+                                **headers, "Content-Type": "application/apply-patch+yaml"})
+
+    def strategic(i: int) -> Any:
+        body = {"spec": {"replicas": i % 5 + 1, "template": {"spec": {"containers": [
+            {"name": "c1", "image": f"registry.invalid/c:{i % 3}"}]}}}}
+        return http.request("PATCH", path, body=json.dumps(body).encode(), headers={
+            **headers, "Content-Type": "application/strategic-merge-patch+json"})
+
+    print(f"writes ({rounds:,} round trips each, one deployment of 3 containers)")
+    timed("update (GET + PUT)", update)
+    timed("server-side apply (PATCH apply-patch+yaml)", apply)
+    timed("strategic merge patch", strategic)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_apiserver",
                                      description=__doc__.splitlines()[0] if __doc__ else None)
@@ -179,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{time.perf_counter() - started:.1f} s")
         bench_list(server, pods, args.repeat)
         bench_watch(server, pods, events)
+        bench_writes(server, 300 if args.quick else 1_000)
     return 0
 
 

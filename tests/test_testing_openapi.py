@@ -578,8 +578,23 @@ def test_kubectl_custom_resources_explain_and_server_side_apply(server, kubectl)
     assert explained.returncode == 0
     assert "containerPort\t<integer>" in explained.stdout
     assert "KIND:       Widget" in kubectl("explain", "widgets").stdout
-    # Server-side apply is not implemented: kubectl reports the 415 clearly.
-    ssa = kubectl("apply", "--server-side", "-f", "@", manifest=widget)
-    assert ssa.returncode == 1
-    assert ssa.stderr.startswith("error: Server-side apply not available on the server: (the "
-                                 "embedded API server does not implement server-side apply")
+    # Server-side apply (informers.testing.apply): a field client-side apply wrote (an Update
+    # entry of kubectl-client-side-apply) conflicts when changed...
+    conflict = kubectl("apply", "--server-side", "-f", "@", manifest=widget + "spec: {size: 3}\n")
+    assert conflict.returncode == 1
+    assert conflict.stderr.startswith(
+        'error: Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" '
+        'using example.com/v1: .spec.size\n')
+    # ... and is taken over with --force-conflicts; kubectl then migrates the CSA entries.
+    ssa = kubectl("apply", "--server-side", "--force-conflicts", "-f", "@",
+                  manifest=widget + "spec: {size: 3}\n")
+    assert (ssa.returncode, ssa.stdout) == (
+        0, "widget.example.com/w1 serverside-applied\n"), ssa.stderr
+    stored = server.get("widgets", "default", "w1")
+    assert stored["spec"] == {"size": 3}
+    assert [(e["manager"], e["operation"], e["fieldsV1"])
+            for e in stored["metadata"]["managedFields"]] == [
+        ("kubectl", "Apply", {"f:spec": {"f:size": {}}}),
+        # kubectl's migration from client-side apply takes over its annotation
+        ("kubectl-last-applied", "Apply", {"f:metadata": {"f:annotations": {
+            "f:kubectl.kubernetes.io/last-applied-configuration": {}}}})]

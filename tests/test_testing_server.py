@@ -94,7 +94,7 @@ def test_kubectl_reads_through_the_written_kubeconfig(api_server, tmp_path):
     listed = json.loads(kubectl("get", "pods", "-n", "default", "-o", "json"))
     assert [p["metadata"]["name"] for p in listed["items"]] == ["web"]
     table = kubectl("get", "namespaces")
-    assert table.split()[:2] == ["NAME", "AGE"]
+    assert table.split()[:3] == ["NAME", "STATUS", "AGE"]  # the Table kubectl asks for
     assert {line.split()[0] for line in table.splitlines()[1:]} == set(DEFAULT_NAMESPACES)
     assert any(r.path == "/api/v1/namespaces/default/pods" and r.verb == "list"
                for r in api_server.requests)

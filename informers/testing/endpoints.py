@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
@@ -91,6 +93,14 @@ CONTINUE_TOO_OLD = (
 _WRITE_TYPES = ("application/json", "application/yaml")
 _PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
 APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def _yaml_object(raw: bytes) -> Any:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(raw.decode("utf-8"), Loader=loader)
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise status.bad_request(f"error decoding YAML: {err}") from None
 
 
 @dataclass
@@ -314,48 +324,69 @@ class Endpoints:
                 f'Unsupported value: ["{value}"]: supported values: "All"')])
         return value == "All"
 
-    def create(self, info: RequestInfo, query: dict[str, str], body: Any) -> Response:
+    def create(self, info: RequestInfo, query: dict[str, str], body: Any,
+               manager: str = "") -> Response:
+        """``manager``: whose ``Update`` managed-fields entry records the write (the
+        ``fieldManager`` parameter, else the User-Agent's product; empty: none)."""
         rt = info.rt
         assert rt is not None
         if rt.namespaced and info.namespace is None:
             raise status.method_not_allowed()
         entry = self.strategy.create(
-            rt, info.namespace or "", body, dry_run=self._dry_run(query)
+            rt, info.namespace or "", body, dry_run=self._dry_run(query), manager=manager
         )
         return Response(201, entry.typed(rt))
 
-    def update(self, info: RequestInfo, query: dict[str, str], body: Any) -> Response:
+    def update(self, info: RequestInfo, query: dict[str, str], body: Any,
+               manager: str = "") -> Response:
         rt = info.rt
         assert rt is not None
         entry = self.strategy.update(
             rt, info.namespace or "", info.name, body, subresource=info.subresource,
-            dry_run=self._dry_run(query),
+            dry_run=self._dry_run(query), manager=manager,
         )
         return Response(200, entry.typed(rt))
 
     @staticmethod
     def check_patch_type(content_type: str) -> None:
-        if content_type == APPLY_PATCH:
-            raise status.unsupported_media_type(
-                "the embedded API server does not implement server-side apply "
-                f"(Content-Type {APPLY_PATCH}); use a JSON merge patch "
-                f"({MERGE_PATCH}) or a JSON patch ({JSON_PATCH})"
-            )
-        if content_type not in _PATCH_TYPES:
+        if content_type not in (*_PATCH_TYPES, APPLY_PATCH):
             raise status.unsupported_media_type(
                 f"the body of the request was in an unknown format - accepted media types "
-                f"include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}"
+                f"include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}, {APPLY_PATCH}"
             )
+
+    def apply(self, info: RequestInfo, query: dict[str, str], raw: bytes) -> Response:
+        """Server-side apply (:mod:`informers.testing.apply`): 201 when it created."""
+        rt = info.rt
+        assert rt is not None
+        manager = query.get("fieldManager", "")
+        if not manager:
+            raise status.invalid("PatchOptions", "meta.k8s.io", "", [
+                ("FieldValueRequired", "fieldManager", "Required value: is required for "
+                 "apply patch")])
+        force = query.get("force", "") == "true"
+        try:  # JSON (what kubectl sends) is YAML; the JSON decoder is the fast path
+            config = loads(raw) if raw.strip() else None
+        except JSONDecodeError:
+            config = _yaml_object(raw)
+        if not isinstance(config, dict):
+            raise status.bad_request("the body of an apply patch must be an object")
+        entry, created = self.strategy.apply(
+            rt, info.namespace or "", info.name, config, manager=manager, force=force,
+            dry_run=self._dry_run(query))
+        return Response(201 if created else 200, entry.typed(rt))
 
     def patch(
         self, info: RequestInfo, query: dict[str, str], content_type: str, body: Any,
         validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        manager: str = "",
     ) -> Response:
         rt = info.rt
         assert rt is not None
         entry = self.strategy.patch(
             rt, info.namespace or "", info.name, content_type, body,
             subresource=info.subresource, dry_run=self._dry_run(query), validate=validate,
+            manager=manager,
         )
         return Response(200, entry.typed(rt))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.parser
 import http.client
+import json
 import logging
 import re
 import socket
@@ -24,9 +25,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import access, protobuf, status
+from informers.testing import access, protobuf, status, tables
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
+    APPLY_PATCH,
     Endpoints,
     Response,
     decode_body,
@@ -527,6 +529,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise status.method_not_allowed()
         if verb not in rt.verbs:
             raise status.method_not_allowed()
+        if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
+            return self._table(app, info, query)
         if verb == "get":
             return endpoints.get(info, query)
         if verb == "list":
@@ -556,19 +560,22 @@ class RequestHandler(BaseHTTPRequestHandler):
                     + (f", {protobuf.CONTENT_TYPE}" if rt.builtin else "")
                 )
             if verb == "create":
-                response = endpoints.create(info, query, body)
+                response = endpoints.create(info, query, body, self._manager(query))
             else:
-                response = endpoints.update(info, query, body)
+                response = endpoints.update(info, query, body, self._manager(query))
             response.headers.extend(map(warning_header, warnings))
             return response
         if verb == "patch":
             endpoints.check_patch_type(content_type)
+            if content_type == APPLY_PATCH:
+                return endpoints.apply(info, query, raw)
             mode = directive(query, verb)
             patch, duplicates = app.field_validator.decode_patch(raw, content_type, rt, mode)
             warnings = []
             response = endpoints.patch(
                 info, query, content_type, patch, app.field_validator.patched_check(
-                    rt, content_type, patch, duplicates, mode, warnings))
+                    rt, content_type, patch, duplicates, mode, warnings),
+                self._manager(query))
             response.headers.extend(map(warning_header, warnings))
             return response
         if verb in ("delete", "deletecollection"):
@@ -583,6 +590,26 @@ class RequestHandler(BaseHTTPRequestHandler):
         raise status.method_not_allowed()
 
     # -- watches -------------------------------------------------------------------------------
+
+    def _manager(self, query: dict[str, str]) -> str:
+        """The field manager of a write: ``fieldManager``, else the User-Agent up to its
+        first ``/`` (apiserver/pkg/endpoints/handlers/rest.go ``prefixFromUserAgent``)."""
+        return query.get("fieldManager") or (self.headers.get("User-Agent") or "").split("/")[0]
+
+    def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
+        """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""
+        rt = info.rt
+        assert rt is not None
+        if info.verb == "get":
+            obj = json.loads(app.endpoints.get(info, query).body)
+            objects, meta = [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+        else:
+            listed = json.loads(app.endpoints.list(info, ListOptions.parse(query)).body)
+            objects = [{"kind": rt.kind, "apiVersion": rt.api_version, **item}
+                       for item in listed.get("items", [])]
+            meta = listed.get("metadata", {})
+        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query)
+        return Response(200, json.dumps(table, separators=(",", ":")).encode())
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)
@@ -614,7 +641,11 @@ class RequestHandler(BaseHTTPRequestHandler):
             return
         app.watch_opened(handle)
         try:
-            stream.serve(_Chunks(self, handle), handle)
+            writer: Any = _Chunks(self, handle)
+            if tables.wants_table(self.headers.get("Accept", "")):
+                writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
+                                                 app.clock.wall)
+            stream.serve(writer, handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:

@@ -10,10 +10,10 @@ field's JSON name and type, nested types included. :class:`Schemas` turns them i
 * field trees (:class:`Fields`) for the unknown-field detection of
   :mod:`informers.testing.field_validation`.
 
-The schemas carry no ``x-kubernetes-patch-strategy``/``x-kubernetes-patch-merge-key``: the
-server applies strategic merge patches as JSON merge patches, so a client that computes its
-patch from these documents (``kubectl apply``) replaces lists whole, which the server then
-applies exactly. Without the table (a source checkout that never generated it) built-in kinds
+The schemas carry no ``x-kubernetes-patch-strategy``/``x-kubernetes-patch-merge-key`` (the
+server merges by them, :mod:`informers.testing.merge_schema`; kubectl computes its patches of
+built-in kinds from its compiled-in types). Without the table (a source checkout that never
+generated it) built-in kinds
 fall back to permissive schemas (``x-kubernetes-preserve-unknown-fields``) and no field is
 unknown. Custom resources are served as a CRD with ``x-kubernetes-preserve-unknown-fields`` at
 the root: only ``metadata`` is checked.

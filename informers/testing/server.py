@@ -64,10 +64,12 @@ class ApiServer:
       of :data:`informers.resources.BUILTIN_RESOURCES`), the ``CustomResourceDefinition``
       objects written to it (:mod:`informers.testing.crds`: schemas, CEL rules, status
       subresource, several versions) and any kind added with :meth:`register_resource`;
-      JSON responses only (request bodies in JSON, YAML or, for built-in kinds,
-      protobuf: :mod:`informers.testing.protobuf`), no server-side apply
-      (``application/apply-patch+yaml`` answers 415), strategic merge patch is applied as a
-      JSON merge patch (lists are replaced, not merged);
+      JSON responses only (request bodies in JSON, YAML or, for built-in kinds, protobuf:
+      :mod:`informers.testing.protobuf`); server-side apply and ``managedFields``
+      (:mod:`informers.testing.apply`); strategic merge patch by the published patch
+      strategies and merge keys (:mod:`informers.testing.strategic_merge`; on custom
+      resources, a JSON merge patch); kubectl's ``Table`` answers for get, list and watch
+      (:mod:`informers.testing.tables`);
     * one cluster-wide resourceVersion counter; list and watch resourceVersion semantics,
       pagination, bookmarks, ``sendInitialEvents`` and 410s as the API Concepts page documents
       for kube-apiserver v1.36 with its watch cache (``watch_cache=False`` makes

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
+from informers.testing.apply import apply_object, record_update, same_managed_fields
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -43,10 +44,12 @@ from informers.testing.kind_rules import (
     spec_finalizers,
     validate,
 )
+from informers.testing.merge_schema import MergeSchemas
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage, object_key
+from informers.testing.strategic_merge import strategic_patch
 
 if TYPE_CHECKING:
     from informers.testing.crds import CustomResources
@@ -176,7 +179,7 @@ class Strategy:
 
     def create(
         self, rt: ResourceType, namespace: str, obj: Any, *, seeding: bool = False,
-        dry_run: bool = False,
+        dry_run: bool = False, manager: str = "",
     ) -> Entry:
         """POST to a collection. ``obj`` becomes owned by the storage.
 
@@ -240,6 +243,10 @@ class Strategy:
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
+            if manager:
+                record_update(None, ordered, MergeSchemas.shared().shape(rt), manager=manager,
+                              api_version=rt.api_version, now=self._now(),
+                              has_status=rt.has_status)
             if dry_run:
                 return self._storage.preview(rt, ordered)
             return self._put(rt, ordered)
@@ -254,7 +261,7 @@ class Strategy:
 
     def update(
         self, rt: ResourceType, namespace: str, name: str, obj: Any, *, subresource: str = "",
-        seeding: bool = False, dry_run: bool = False,
+        seeding: bool = False, dry_run: bool = False, manager: str = "",
     ) -> Entry:
         """PUT an object (``subresource="status"``: PUT its status).
 
@@ -266,14 +273,17 @@ class Strategy:
             current = self._current(rt, namespace, name)
             if seeding:
                 obj["metadata"].pop("resourceVersion", None)
-            return self._write_update(rt, namespace, name, current, obj, subresource, dry_run)
+            return self._write_update(rt, namespace, name, current, obj, subresource, dry_run,
+                                      manager=manager)
 
     def patch(
         self, rt: ResourceType, namespace: str, name: str, patch_type: str, patch: Any, *,
         subresource: str = "", dry_run: bool = False,
-        validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        validate: Callable[[dict[str, Any]], dict[str, Any]] | None = None, manager: str = "",
     ) -> Entry:
-        """PATCH an object. Strategic merge patch is applied as a JSON merge patch.
+        """PATCH an object (a strategic merge patch by :mod:`informers.testing
+        .strategic_merge`; on custom resources, which kube-apiserver refuses it for, as a JSON
+        merge patch).
         ``validate`` sees the patched object (with ``kind`` and ``apiVersion``) and returns
         what to store (the ``fieldValidation`` check)."""
         with self._storage.lock:
@@ -283,6 +293,8 @@ class Strategy:
             try:
                 if patch_type == JSON_PATCH:
                     patched = apply_json_patch(target, patch)
+                elif patch_type == STRATEGIC_MERGE_PATCH and rt.builtin:
+                    patched = strategic_patch(rt, target, patch)
                 else:
                     if not isinstance(patch, dict):
                         raise PatchError("a merge patch must be a JSON object")
@@ -297,12 +309,37 @@ class Strategy:
             target.pop("kind")
             target.pop("apiVersion")
             return self._write_update(
-                rt, namespace, name, current, patched, subresource, dry_run, old=target
+                rt, namespace, name, current, patched, subresource, dry_run, old=target,
+                manager=manager,
             )
+
+    def apply(
+        self, rt: ResourceType, namespace: str, name: str, config: dict[str, Any], *,
+        manager: str, force: bool, dry_run: bool = False,
+    ) -> tuple[Entry, bool]:
+        """Server-side apply :mod:`informers.testing.apply`; ``(entry, created)``."""
+        with self._storage.lock:
+            current = self._storage.get(rt, object_key(rt, namespace, name))
+            live = None
+            if current is not None:
+                live = {"kind": rt.kind, "apiVersion": rt.api_version, **current.decode()}
+            merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
+                                  manager=manager, force=force, api_version=rt.api_version,
+                                  now=self._now(), has_status=rt.has_status)
+            if current is None:
+                return self.create(rt, namespace, merged, dry_run=dry_run), True
+            assert live is not None
+            merged = self._body(rt, merged)
+            merged["metadata"].pop("resourceVersion", None)
+            live.pop("kind")
+            live.pop("apiVersion")
+            return self._write_update(rt, namespace, name, current, merged, "", dry_run,
+                                      old=live), False
 
     def _write_update(
         self, rt: ResourceType, namespace: str, name: str, current: Entry, obj: dict[str, Any],
         subresource: str, dry_run: bool, old: dict[str, Any] | None = None,
+        manager: str = "",
     ) -> Entry:
         """Store ``obj`` over ``current``. ``old`` is ``current`` decoded (it may share nested
         values with ``obj``, as a patched copy does; neither is mutated below the top level)."""
@@ -337,6 +374,11 @@ class Strategy:
         else:
             new = obj
             new_meta = new["metadata"]
+            if old_meta.get("managedFields") and (
+                    "managedFields" not in new_meta
+                    or same_managed_fields(new_meta["managedFields"], old_meta["managedFields"])):
+                # an update that sends none keeps them (fieldmanager: nil means unchanged)
+                new_meta["managedFields"] = old_meta["managedFields"]
             for key in ("uid", "creationTimestamp", "deletionTimestamp",
                         "deletionGracePeriodSeconds", "generation"):
                 if key in old_meta:
@@ -372,6 +414,11 @@ class Strategy:
         new["metadata"]["resourceVersion"] = str(current.rv)
         if _strip_rv(new) == _strip_rv(old):
             return current  # no-op: etcd3 GuaranteedUpdate skips the write
+        if manager:
+            record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
+                          api_version=rt.api_version, now=self._now(),
+                          has_status=rt.has_status,
+                          subresource="status" if subresource == "status" else "")
         if dry_run:
             return self._storage.preview(rt, new)
         new_meta = new["metadata"]
