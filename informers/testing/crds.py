@@ -37,13 +37,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import yaml
-
 from informers.testing import cel_rules, status
 from informers.testing import structural_schema as structural
 from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
+from informers.yaml_loader import YAMLLoadError, load_all_yaml
 
 
 class _Writer(Protocol):
@@ -556,8 +555,8 @@ def read_crds(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
             raise FileNotFoundError(f"CRD path {str(path)!r} does not exist")
         for file in files:
             try:
-                documents = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
-            except yaml.YAMLError as err:
+                documents = load_all_yaml(file.read_bytes(), str(file))
+            except YAMLLoadError as err:
                 raise ValueError(f"{file}: not YAML: {err}") from None
             for index, doc in enumerate(documents):
                 if doc is None:
