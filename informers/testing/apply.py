@@ -232,16 +232,23 @@ def _sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Shape, *,
                  manager: str, force: bool, api_version: str, now: str,
-                 has_status: bool) -> dict[str, Any]:
+                 has_status: bool, subresource: str = "") -> dict[str, Any]:
     """The object after ``manager`` applies ``config`` to ``live`` (``None``: apply-create),
-    with its ``metadata.managedFields``. Raises the 409 ``StatusError`` on conflicts."""
-    if has_status:
+    with its ``metadata.managedFields``. Raises the 409 ``StatusError`` on conflicts.
+
+    With ``subresource="status"`` only ``config['status']`` is applied (the rest of the object
+    stays as it is, as the status strategy resets it) and the manager's entry is the one of
+    that subresource."""
+    if subresource == "status":
+        config = {k: v for k, v in config.items() if k in ("apiVersion", "kind", "status")}
+    elif has_status:
         config = {k: v for k, v in config.items() if k != "status"}
     base = copy.deepcopy(live) if live is not None else {}
     entries = [dict(e) for e in base.get("metadata", {}).get("managedFields") or []]
-    applied = strip(field_paths(config, shape), has_status)
+    applied = strip(field_paths(config, shape), has_status and subresource != "status")
     mine = next((e for e in entries if e.get("manager") == manager
-                 and e.get("operation") == "Apply" and not e.get("subresource")), None)
+                 and e.get("operation") == "Apply"
+                 and e.get("subresource", "") == subresource), None)
     previous = parse_fields_v1(mine.get("fieldsV1", {})) if mine else set()
     others = [e for e in entries if e is not mine]
     owned = {id(e): parse_fields_v1(e.get("fieldsV1", {})) for e in others}
@@ -275,9 +282,11 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
             entry["fieldsV1"] = fields_v1(paths)
             result_entries.append(entry)
     if applied:
-        result_entries.append({"manager": manager, "operation": "Apply",
-                               "apiVersion": api_version, "time": now,
-                               "fieldsType": "FieldsV1", "fieldsV1": fields_v1(applied)})
+        entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version,
+                 "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields_v1(applied)}
+        if subresource:
+            entry["subresource"] = subresource
+        result_entries.append(entry)
     meta = merged.setdefault("metadata", {})
     meta["managedFields"] = _sort_entries(result_entries)
     return merged

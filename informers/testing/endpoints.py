@@ -373,7 +373,7 @@ class Endpoints:
             raise status.bad_request("the body of an apply patch must be an object")
         entry, created = self.strategy.apply(
             rt, info.namespace or "", info.name, config, manager=manager, force=force,
-            dry_run=self._dry_run(query))
+            dry_run=self._dry_run(query), subresource=info.subresource or "")
         return Response(201 if created else 200, entry.typed(rt))
 
     def patch(

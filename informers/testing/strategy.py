@@ -315,17 +315,21 @@ class Strategy:
 
     def apply(
         self, rt: ResourceType, namespace: str, name: str, config: dict[str, Any], *,
-        manager: str, force: bool, dry_run: bool = False,
+        manager: str, force: bool, dry_run: bool = False, subresource: str = "",
     ) -> tuple[Entry, bool]:
-        """Server-side apply :mod:`informers.testing.apply`; ``(entry, created)``."""
+        """Server-side apply :mod:`informers.testing.apply`; ``(entry, created)``. An apply to
+        ``status`` needs the object to exist (404 otherwise) and changes only its status."""
         with self._storage.lock:
             current = self._storage.get(rt, object_key(rt, namespace, name))
+            if current is None and subresource:
+                raise status.not_found(rt.plural, rt.group, name)
             live = None
             if current is not None:
                 live = {"kind": rt.kind, "apiVersion": rt.api_version, **current.decode()}
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
-                                  now=self._now(), has_status=rt.has_status)
+                                  now=self._now(), has_status=rt.has_status,
+                                  subresource=subresource)
             if current is None:
                 return self.create(rt, namespace, merged, dry_run=dry_run), True
             assert live is not None
@@ -333,8 +337,8 @@ class Strategy:
             merged["metadata"].pop("resourceVersion", None)
             live.pop("kind")
             live.pop("apiVersion")
-            return self._write_update(rt, namespace, name, current, merged, "", dry_run,
-                                      old=live), False
+            return self._write_update(rt, namespace, name, current, merged, subresource,
+                                      dry_run, old=live), False
 
     def _write_update(
         self, rt: ResourceType, namespace: str, name: str, current: Entry, obj: dict[str, Any],
