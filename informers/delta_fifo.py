@@ -18,7 +18,7 @@ from collections.abc import Callable, Container, Iterable
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from informers.errors import FIFOClosedError, KeyFuncError
-from informers.keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
+from informers.keys import DeletedFinalStateUnknown, KeyFunc, call_key_func, meta_namespace_key_func
 
 __all__ = [
     "Delta",
@@ -209,12 +209,7 @@ class DeltaFIFO:
                 obj = obj[-1].object
         if isinstance(obj, DeletedFinalStateUnknown):
             return obj.key
-        try:
-            return self._key_func(obj)
-        except KeyFuncError:
-            raise
-        except Exception as err:
-            raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+        return call_key_func(self._key_func, obj)
 
     # -- producers -----------------------------------------------------------------------------
 

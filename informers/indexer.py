@@ -16,12 +16,12 @@ from informers.errors import (
     IndexConflictError,
     IndexFuncError,
     IndexNotFoundError,
-    KeyFuncError,
 )
 from informers.keys import (
     Indexers,
     IndexFunc,
     KeyFunc,
+    call_key_func,
     deletion_handling_meta_namespace_key_func,
 )
 
@@ -235,12 +235,7 @@ class Indexer:
     # -- keys ----------------------------------------------------------------------------------
 
     def _key(self, obj: Any) -> str:
-        try:
-            return self._key_func(obj)
-        except KeyFuncError:
-            raise
-        except Exception as err:
-            raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+        return call_key_func(self._key_func, obj)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -259,12 +254,7 @@ class Indexer:
             IndexFuncError: an index function failed; nothing was changed.
         """
         if key is None:
-            try:
-                key = self._key_func(obj)
-            except KeyFuncError:
-                raise
-            except Exception as err:
-                raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+            key = call_key_func(self._key_func, obj)
         rv = _rv_of(obj)
         indexes = self._index_list
         if not indexes:
@@ -352,12 +342,7 @@ class Indexer:
             items = dict(zip(keys, objects, strict=True))
             objects = ()
         for obj in objects:
-            try:
-                key = key_func(obj)
-            except KeyFuncError:
-                raise
-            except Exception as err:
-                raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+            key = call_key_func(key_func, obj)
             items[key] = obj
         snapshot = self._index_list
         indexes, key_values = _build(snapshot, items)

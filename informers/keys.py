@@ -24,6 +24,7 @@ __all__ = [
     "IndexFunc",
     "Indexers",
     "KeyFunc",
+    "call_key_func",
     "deletion_handling_meta_namespace_key_func",
     "meta_namespace_index_func",
     "meta_namespace_key_func",
@@ -122,6 +123,17 @@ def _key_error(obj: Any) -> KeyFuncError:
             else:
                 reason = f"'metadata.namespace' {ns!r} contains '/'"
     return KeyFuncError(f"couldn't create key for object: {reason}", obj)
+
+
+def call_key_func(key_func: KeyFunc, obj: Any) -> str:
+    """``key_func(obj)``, with any failure but a :class:`KeyFuncError` raised as one (client-go
+    wraps a key function's error as "couldn't create key for object")."""
+    try:
+        return key_func(obj)
+    except KeyFuncError:
+        raise
+    except Exception as err:
+        raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
 
 
 def deletion_handling_meta_namespace_key_func(obj: Any) -> str:

@@ -36,7 +36,7 @@ from informers.fifo_metrics import (
     InformerMetricsProvider,
     InformerNameAndResource,
 )
-from informers.keys import DeletedFinalStateUnknown, KeyFunc, meta_namespace_key_func
+from informers.keys import DeletedFinalStateUnknown, KeyFunc, call_key_func, meta_namespace_key_func
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -268,12 +268,7 @@ class RealFIFO:
             KeyFuncError: no key can be computed (including for an empty ``Deltas``).
         """
         if obj.__class__ is dict:  # the common case: an object
-            try:
-                return self._key_func(obj)
-            except KeyFuncError:
-                raise
-            except Exception as err:
-                raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+            return call_key_func(self._key_func, obj)
         if isinstance(obj, list):
             if not obj:
                 raise KeyFuncError("0 length Deltas object; can't get key", obj)
@@ -282,12 +277,7 @@ class RealFIFO:
             obj = obj.object
         if isinstance(obj, DeletedFinalStateUnknown):
             return obj.key
-        try:
-            return self._key_func(obj)
-        except KeyFuncError:
-            raise
-        except Exception as err:
-            raise KeyFuncError(f"couldn't create key for object: {err}", obj) from err
+        return call_key_func(self._key_func, obj)
 
     # -- producers -----------------------------------------------------------------------------
 
