@@ -57,6 +57,18 @@ def _replace(obj: MutableMapping[str, Any], answer: dict[str, Any]) -> None:
     obj.update(answer)
 
 
+def _get_or_create(client: Client, obj: MutableMapping[str, Any], key: tuple[str, str],
+                   mutate: MutateFn | None) -> dict[str, Any] | None:
+    """The live object; or, when there is none, ``None`` after creating ``mutate``'s copy of
+    ``obj`` (``obj`` then holds what the server answered)."""
+    current = _get(client, obj)
+    if current is None:
+        desired = copy.deepcopy(dict(obj))
+        _mutate(mutate, key, desired)
+        _replace(obj, client.create(desired))
+    return current
+
+
 def _get(client: Client, obj: MutableMapping[str, Any]) -> dict[str, Any] | None:
     namespace, name = _key(obj)
     res = client.resource(None, obj)  # an unknown kind's NotFound is not a missing object
@@ -80,11 +92,8 @@ def create_or_update(client: Client, obj: MutableMapping[str, Any],
             called when the read failed.
     """
     key = _key(obj)
-    current = _get(client, obj)
+    current = _get_or_create(client, obj, key, mutate)
     if current is None:
-        desired = copy.deepcopy(dict(obj))
-        _mutate(mutate, key, desired)
-        _replace(obj, client.create(desired))
         return OperationResult.CREATED
     existing = copy.deepcopy(current)
     _mutate(mutate, key, current)
@@ -124,11 +133,8 @@ def create_or_patch(client: Client, obj: MutableMapping[str, Any],
         as :func:`create_or_update`.
     """
     key = _key(obj)
-    current = _get(client, obj)
+    current = _get_or_create(client, obj, key, mutate)
     if current is None:
-        desired = copy.deepcopy(dict(obj))
-        _mutate(mutate, key, desired)
-        _replace(obj, client.create(desired))
         return OperationResult.CREATED
     before = copy.deepcopy(current)
     _mutate(mutate, key, current)
