@@ -96,6 +96,9 @@ of kube-apiserver's client, so the client closes first)."""
 DEFAULT_SHUTDOWN_TIMEOUT = 60.0
 """Seconds in-flight requests get at shutdown (controller-runtime: ``1*time.Minute``)."""
 
+_MAX_DISCARD = 256 << 10
+"""Bytes of a refused body read before answering (Go net/http ``maxPostHandlerReadBytes``)."""
+
 _SERVE_POLL = 0.1
 """Real seconds between the accept loop's checks for :meth:`WebhookServer.stop`."""
 
@@ -239,6 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(length_text)
         if length > owner.max_request_bytes:
             self.close_connection = True
+            self._discard(min(length, _MAX_DISCARD), self._started + owner.request_timeout)
             raise _BodyError(413, "request entity is too large; limit is "
                                   f"{owner.max_request_bytes} bytes")
         deadline = self._started + owner.request_timeout
@@ -260,6 +264,23 @@ class _Handler(BaseHTTPRequestHandler):
             raise _BodyError(408, "the request did not arrive within "
                                   f"{owner.request_timeout:g}s") from None
         return b"".join(chunks)
+
+    def _discard(self, length: int, deadline: float) -> None:
+        """Read and drop up to ``length`` bytes of a body we refuse, so the client, still
+        sending, reads our answer instead of a connection reset (Go's server does the same
+        for up to ``maxPostHandlerReadBytes``)."""
+        try:
+            while length > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.connection.settimeout(left)
+                chunk = self.rfile.read1(min(length, 65536))
+                if not chunk:
+                    return
+                length -= len(chunk)
+        except OSError:
+            return
 
     def _review(self, owner: WebhookServer, registration: Registration) -> int:
         try:
