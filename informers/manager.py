@@ -20,7 +20,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.controller.controller import Controller
@@ -37,6 +37,9 @@ from informers.leaderelection import (
 from informers.leaderelection import MetricsProvider as LeaderElectionMetricsProvider
 from informers.memory import MemoryTuning
 from informers.signals import SignalHandler
+
+if TYPE_CHECKING:
+    from informers.webhook.server import WebhookServer
 
 __all__ = [
     "CACHES_SYNCED_CHECK",
@@ -123,11 +126,12 @@ class Manager:
 
     **Start order** (controller-runtime ``internal.go`` ``Start``): (1) the health and metrics
     server, so liveness and metrics answer while caches fill (``/readyz`` fails until step 2
-    ends); (2) the factory's informers, then wait for their caches; (3) the runnables that do
-    not need the leader, each on its own thread; (4) leader election: the runnables that need
-    the leader start when this replica becomes leader (at once without leader election),
-    and :attr:`elected` is set. Every replica runs steps 1-3, so standbys keep warm caches
-    (and their controllers' queues collect keys) and take over without a relist.
+    ends), then the webhook servers (:meth:`add_webhook_server`); (2) the factory's
+    informers, then wait for their caches; (3) the runnables that do not need the leader,
+    each on its own thread; (4) leader election: the runnables that need the leader start
+    when this replica becomes leader (at once without leader election), and :attr:`elected`
+    is set. Every replica runs steps 1-3, so standbys keep warm caches (and their
+    controllers' queues collect keys) and take over without a relist.
 
     **Stop order** (when the stop event is set, leadership is lost or a runnable raises):
     (1) stop taking work: every runnable's stop event is set and the runnables get
@@ -135,7 +139,8 @@ class Manager:
     within its own ``drain_timeout``); those still running are logged and listed in
     :attr:`unstopped`; (2) release the lease (``release_on_cancel``; skipped when a
     leader-only runnable is still running, so the lease then expires instead); (3) stop the
-    informers (``factory.shutdown()``); (4) stop the health and metrics server.
+    informers (``factory.shutdown()``); (4) stop the webhook servers, then the health and
+    metrics server.
 
     **Acting only while leading**: :meth:`is_leader` is false as soon as leadership is in
     doubt (:meth:`LeaderElector.leading <informers.leaderelection.LeaderElector.leading>`:
@@ -227,6 +232,7 @@ class Manager:
         self.unstopped: tuple[str, ...] = ()
         """Names of the runnables still running when the last shutdown stopped waiting."""
 
+        self._webhook_servers: list[WebhookServer] = []
         self.health_server: HealthServer | None = None
         if health_address is not None and health_address.strip() != "0":
             self.health_server = HealthServer(health_address, registry=metrics_registry)
@@ -315,6 +321,21 @@ class Manager:
                 unique = f"{base}#{n}"
             self._runnables.append(_Runnable(unique, fn, needs_leader))
 
+    def add_webhook_server(self, server: WebhookServer) -> None:
+        """Serve ``server`` (:class:`~informers.webhook.server.WebhookServer`) with the
+        manager, on every replica: started right after the health server and before the
+        informers, stopped after them, before the health server (controller-runtime
+        ``internal.go``: webhooks must answer before caches fill, and keep serving while
+        the rest stops). Before :meth:`start`.
+
+        Raises:
+            AlreadyStartedError: the manager has started.
+        """
+        with self._lock:
+            if self._started:
+                raise AlreadyStartedError("cannot add a webhook server: the manager has started")
+            self._webhook_servers.append(server)
+
     def add_healthz_check(self, name: str, check: HealthCheck) -> None:
         """Add a liveness check to ``/healthz`` (ignored without a health server)."""
         if self.health_server is not None:
@@ -384,6 +405,8 @@ class Manager:
         """Steps 1-4 of the start order; False when stopped before the caches synced."""
         if self.health_server is not None:
             self.health_server.start()
+        for webhook_server in self._webhook_servers:
+            webhook_server.start()
         if self.factory is not None:
             logger.info("manager: starting informers and waiting for their caches")
             self.factory.start()
@@ -502,7 +525,9 @@ class Manager:
             logger.info("manager: stopping informers")
             self.factory.shutdown()
 
-        # 4. Stop the servers.
+        # 4. Stop the servers: webhooks, then health and metrics.
+        for webhook_server in self._webhook_servers:
+            webhook_server.stop()
         if self.health_server is not None:
             self.health_server.stop()
         logger.info("manager: stopped")
