@@ -126,12 +126,11 @@ class Manager:
 
     **Start order** (controller-runtime ``internal.go`` ``Start``): (1) the health and metrics
     server, so liveness and metrics answer while caches fill (``/readyz`` fails until step 2
-    ends), then the webhook servers (:meth:`add_webhook_server`); (2) the factory's
-    informers, then wait for their caches; (3) the runnables that do not need the leader,
-    each on its own thread; (4) leader election: the runnables that need the leader start
-    when this replica becomes leader (at once without leader election), and :attr:`elected`
-    is set. Every replica runs steps 1-3, so standbys keep warm caches (and their
-    controllers' queues collect keys) and take over without a relist.
+    ends); (2) the factory's informers, then wait for their caches; (3) the runnables that do
+    not need the leader, each on its own thread; (4) leader election: the runnables that need
+    the leader start when this replica becomes leader (at once without leader election),
+    and :attr:`elected` is set. Every replica runs steps 1-3, so standbys keep warm caches
+    (and their controllers' queues collect keys) and take over without a relist.
 
     **Stop order** (when the stop event is set, leadership is lost or a runnable raises):
     (1) stop taking work: every runnable's stop event is set and the runnables get
@@ -139,8 +138,10 @@ class Manager:
     within its own ``drain_timeout``); those still running are logged and listed in
     :attr:`unstopped`; (2) release the lease (``release_on_cancel``; skipped when a
     leader-only runnable is still running, so the lease then expires instead); (3) stop the
-    informers (``factory.shutdown()``); (4) stop the webhook servers, then the health and
-    metrics server.
+    informers (``factory.shutdown()``); (4) stop the health and metrics server.
+
+    **Webhook servers** (:meth:`add_webhook_server`) start right after the health server
+    (step 1) and stop right before it (step 4), as controller-runtime orders its webhooks.
 
     **Acting only while leading**: :meth:`is_leader` is false as soon as leadership is in
     doubt (:meth:`LeaderElector.leading <informers.leaderelection.LeaderElector.leading>`:
