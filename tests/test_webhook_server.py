@@ -241,3 +241,22 @@ def test_stop_finishes_the_request_in_flight_and_joins_its_threads(ca, tmp_path)
     assert idle_tls.recv(1) == b""  # the idle connection was closed
     idle_tls.close()
     assert [t.name for t in threading.enumerate() if t.name.startswith("webhook-")] == []
+
+
+def test_kept_alive_requests_do_not_wait_for_delayed_acks(served, ca):
+    """Headers and body leave in two writes; without TCP_NODELAY each answer waits about
+    40 ms for the client's delayed ACK (25 requests would take over a second)."""
+    import http.client
+
+    server, _, _ = served
+    conn = http.client.HTTPSConnection("127.0.0.1", server.port, context=client_context(ca))
+    body = json.dumps(admission_review(obj=_cm()))
+    conn.request("POST", "/validate", body, {"Content-Type": "application/json"})
+    conn.getresponse().read()
+    started = time.monotonic()
+    for _ in range(25):
+        conn.request("POST", "/validate", body, {"Content-Type": "application/json"})
+        assert conn.getresponse().read()
+    elapsed = time.monotonic() - started
+    conn.close()
+    assert elapsed < 0.9
