@@ -75,7 +75,8 @@ class AdmissionWebhook:
         side_effects: ``None`` or ``NoneOnDryRun``.
         timeout_seconds: 1 to 30 (v1 default 10).
         match_policy: ``Equivalent`` (v1 default) or ``Exact``.
-        namespace_selector / object_selector: label selectors (``None``: match all).
+        namespace_selector: a label selector on the namespace (``None``: match all).
+        object_selector: a label selector on the object (``None``: match all).
         reinvocation_policy: mutating only, ``Never`` (default) or ``IfNeeded``.
     """
 
@@ -202,7 +203,8 @@ class ManagedConfiguration:
             ``validating/mutatingwebhookconfigurations`` and patch the CRDs.
         registrations: the server's (``server.registrations``).
         name: the name of both configurations.
-        url / service: where kube-apiserver reaches the server (see :class:`ClientConfig`).
+        url: where kube-apiserver reaches the server (``https://host:port``), or
+        service: the Service in front of it (see :class:`ClientConfig`).
         ca_file: the PEM file of the CA that signed the serving certificate; re-read on each
             :meth:`sync`.
         field_manager: the server-side apply manager.

@@ -337,7 +337,8 @@ class WebhookServer:
             default; ``127.0.0.1`` for tests).
         port: the port (:data:`DEFAULT_PORT`; ``0`` picks a free one, see :attr:`port`).
         cert_dir: where ``cert_name`` and ``key_name`` are (:data:`DEFAULT_CERT_DIR`).
-        cert_name / key_name: the file names (``tls.crt`` / ``tls.key``).
+        cert_name: the certificate's file name (``tls.crt``).
+        key_name: the key's file name (``tls.key``).
         max_request_bytes: the largest body served (:data:`DEFAULT_MAX_REQUEST_BYTES`).
         request_timeout: seconds to receive a request (:data:`DEFAULT_REQUEST_TIMEOUT`).
         idle_timeout: seconds a kept-alive connection may idle (:data:`DEFAULT_IDLE_TIMEOUT`).
