@@ -137,8 +137,10 @@ def test_defaulting_denial_and_warnings_through_kube_apiserver(plane_ns, certs):
                 client.create(obj)
             _wait_until_active(dry, ns, "example.com/defaulted")
 
-            created = client.create(_configmap("a", ns, color="blue"), namespace=ns)
-            assert created["metadata"]["labels"] == {"example.com/defaulted": "true"}
+            labelled = _configmap("a", ns, color="blue")
+            labelled["metadata"]["labels"] = {"app": "x"}  # the patch adds .../example.com~1...
+            created = client.create(labelled, namespace=ns)
+            assert created["metadata"]["labels"] == {"app": "x", "example.com/defaulted": "true"}
             assert created["data"] == {"color": "blue", "size": "small"}
             assert seen_dry_run[-1] is False
             dry.create(_configmap("dry", ns), namespace=ns)
