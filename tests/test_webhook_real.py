@@ -9,12 +9,14 @@ deleted in ``finally``.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 import uuid
 from typing import Any
 
 import pytest
+from webhook_helpers import admission_review, post
 
 from informers.certificates import CertificateAuthority
 from informers.client import Client
@@ -285,6 +287,21 @@ def test_certificate_rotation_fails_no_request(plane_ns, certs):
                 failures.append(str(err))
             count[0] += 1
 
+    direct = [0]
+
+    def handshakes() -> None:
+        """A new connection (a new handshake) per request, beside kube-apiserver's kept-alive
+        ones."""
+        review = admission_review(obj=_configmap("x", ns))
+        while not done.is_set():
+            try:
+                status, _, body = post(server.port, ca, "/default", review)
+                if status != 200 or not json.loads(body)["response"]["allowed"]:
+                    failures.append(f"direct: {status} {body!r}")
+            except OSError as err:
+                failures.append(f"direct: {err!r}")
+            direct[0] += 1
+
     with server:
         config = mutating_configuration(name, server.registrations,
                                         ClientConfig(ca.cert_pem, url=server.url))
@@ -292,22 +309,28 @@ def test_certificate_rotation_fails_no_request(plane_ns, certs):
             client.create(config)
             _wait_until_active(dry, ns, "rotated")
             assert server.watcher is not None
-            thread = threading.Thread(target=loop)
-            thread.start()
+            threads = [threading.Thread(target=loop), threading.Thread(target=handshakes)]
+            for thread in threads:
+                thread.start()
             try:
                 for _ in range(3):
                     before = server.watcher.reloads
-                    ca.issue(["127.0.0.1"]).write(cert_dir)
+                    pair = ca.issue(["127.0.0.1"])
+                    pair.write(cert_dir)
                     deadline = time.monotonic() + 5
                     while server.watcher.reloads == before and time.monotonic() < deadline:
                         time.sleep(0.02)
+                    served = ssl.get_server_certificate(("127.0.0.1", server.port))
+                    assert ssl.PEM_cert_to_DER_cert(served) == ssl.PEM_cert_to_DER_cert(
+                        pair.cert_pem.decode())
                     time.sleep(0.3)
             finally:
                 done.set()
-                thread.join()
+                for thread in threads:
+                    thread.join()
             assert server.watcher.reloads == 3
             assert failures == []
-            assert count[0] > 10
+            assert count[0] > 10 and direct[0] > 10
         finally:
             _delete(client, [config])
     api.close()
