@@ -241,3 +241,21 @@ def test_watcher_reloads_on_change_and_keeps_the_old_pair_when_the_new_does_not_
     finally:
         stop.set()
         runner.join()
+
+
+def test_a_defaulter_that_raises_is_an_internal_error_and_one_that_denies_is_a_denial():
+    from informers.webhook import AdmissionDenied
+
+    def broken(obj, request):
+        raise KeyError("spec")
+
+    def strict(obj, request):
+        raise AdmissionDenied("spec.size is immutable", reason="Invalid", code=422)
+
+    assert Mutating(broken).handle(_request("CREATE", {"a": 1})).review("u")["response"] == {
+        "uid": "u", "allowed": False,
+        "status": {"code": 500, "reason": "InternalError",
+                   "message": "Internal error occurred: KeyError: 'spec'",
+                   "details": {"causes": [{"message": "KeyError: 'spec'"}]}, "metadata": {}}}
+    assert Mutating(strict).handle(_request("UPDATE", {"a": 1}, {"a": 0})).status == {
+        "code": 422, "reason": "Invalid", "message": "spec.size is immutable"}

@@ -260,3 +260,18 @@ def test_kept_alive_requests_do_not_wait_for_delayed_acks(served, ca):
     elapsed = time.monotonic() - started
     conn.close()
     assert elapsed < 0.9
+
+
+def test_a_raw_handler_that_raises_is_answered_and_the_server_keeps_serving(ca, tmp_path):
+    class Broken:
+        def handle(self, request):
+            raise ZeroDivisionError("division by zero")
+
+    server = WebhookServer(host="127.0.0.1", port=0, cert_dir=str(tmp_path))
+    server.register("/raw", Broken())
+    server.validating("/validate", _Validator())
+    with server:
+        status, _, body = post(server.port, ca, "/raw", admission_review(obj=_cm()))
+        assert (status, json.loads(body)["response"]["status"]["message"]) == (
+            200, "Internal error occurred: ZeroDivisionError: division by zero")
+        assert post(server.port, ca, "/validate", admission_review(obj=_cm()))[0] == 200
