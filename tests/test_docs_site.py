@@ -246,11 +246,14 @@ def test_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_readme_test_example_passes(tmp_path: Path) -> None:
-    (tmp_path / "test_readme.py").write_text(
+def test_readme_guide_and_its_test_pass(tmp_path: Path) -> None:
+    """The operator of "Build a controller" (``greeter.py``) under the test of "Test without
+    a cluster" (``test_greeter.py``), as a user would save them."""
+    (tmp_path / "greeter.py").write_text(first_python_block_under(README, "## Build a controller"))
+    (tmp_path / "test_greeter.py").write_text(
         first_python_block_under(README, "## Test without a cluster"))
     result = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   "test_readme.py"], tmp_path)
+                   "test_greeter.py"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
 
