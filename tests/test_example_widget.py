@@ -59,8 +59,8 @@ def install_crd(client: Client) -> None:
 
 @pytest.fixture(scope="module")
 def real_crd_deleted_at_the_end(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
     plane = request.getfixturevalue("real_api_server")
+    yield
     api = plane.api_client()
     try:
         with contextlib.suppress(NotFound):
