@@ -33,7 +33,7 @@ CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
 
 
 def load() -> Any:
-    spec = importlib.util.spec_from_file_location("widget_example", EXAMPLE / "main.py")
+    spec = importlib.util.spec_from_file_location("widget_example", EXAMPLE / "widget.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["widget_example"] = module

@@ -1,20 +1,9 @@
-"""A controller for a custom resource: every ``Widget`` (example.com/v1) owns a ConfigMap of the
-same name whose data follow the Widget's spec, on top of the namespace's defaults.
+"""Runs the Widget operator (``widget.py``): every ``Widget`` (example.com/v1) owns a ConfigMap
+of the same name whose data follow the Widget's spec, on top of its namespace's defaults.
 
-Wired with :class:`~informers.controller.ControllerBuilder`:
-
-* ``for_(WIDGETS, GenerationChangedPredicate())``: a Widget enqueues itself when its spec
-  changes (not for its own status writes);
-* ``owns("configmaps")``: a ConfigMap enqueues the Widget that controls it, so a ConfigMap
-  edited or deleted by hand is put back;
-* ``watches("configmaps", widgets_using_defaults)``: the ConfigMap ``widget-defaults`` of a
-  namespace enqueues every Widget of that namespace.
-
-The reconcile reads from the builder's listers (the caches) and writes with the dict-native
-:class:`~informers.client.Client` through ``controllerutil.create_or_update`` (a PUT
-conditional on the ``resourceVersion`` it read); ``set_controller_reference`` makes the Widget
-the ConfigMap's controller (the garbage collector's link; the embedded API server has no
-garbage collector, so a ConfigMap whose Widget is gone is deleted here too).
+Without ``--kubeconfig`` it runs on an embedded API server (``crd.yaml`` installed there too)
+and plays a demo: a Widget created, changed, its ConfigMap edited by hand, defaults set, the
+Widget deleted. ``docs/tutorial.md`` builds ``widget.py`` step by step.
 
     python examples/04-custom-resource-controller/main.py       # embedded API server and a demo
     kubectl apply -f examples/04-custom-resource-controller/crd.yaml
@@ -24,107 +13,25 @@ garbage collector, so a ConfigMap whose Widget is gone is deleted here too).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import copy
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from widget import DEFAULTS, WIDGETS, setup
+
 from informers import Manager
 from informers.client import Client
-from informers.controller import (
-    Controller,
-    ControllerBuilder,
-    GenerationChangedPredicate,
-    Listers,
-    Request,
-    TerminalError,
-)
-from informers.controllerutil import (
-    OperationResult,
-    create_or_update,
-    get_controller_of,
-    set_controller_reference,
-)
 from informers.errors import NotFound
-from informers.resources import Resource
 from informers.signals import SignalHandler
 from informers.testing import connect
 from informers.testing.runner import eventually, run_manager
 from informers.yaml_loader import load_yaml
 
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
-DEFAULTS = "widget-defaults"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "widget-controller"}
 CRD_FILE = Path(__file__).resolve().parent / "crd.yaml"
-
-
-class WidgetReconciler:
-    """Makes a Widget's ConfigMap match the Widget and records what it acted on in the status;
-    raises to be retried."""
-
-    def __init__(self, client: Client, listers: Listers) -> None:
-        self.client, self.listers = client, listers
-
-    def __call__(self, request: Request) -> None:
-        cached = self.listers.get(request)
-        if cached is None:
-            self.delete_orphan(request)
-            return
-        widget = copy.deepcopy(cached)  # cached objects are shared: copy before editing
-        defaults = self.listers.get(f"{request.namespace}/{DEFAULTS}", "configmaps") or {}
-        data = dict(defaults.get("data") or {})
-        data.update({k: str(v) for k, v in (widget.get("spec") or {}).items()})
-
-        def mutate(cm: dict[str, Any]) -> None:
-            owner = get_controller_of(cm)
-            exists = "uid" in cm["metadata"]
-            if exists and (owner is None or owner.get("uid") != widget["metadata"]["uid"]):
-                # Retrying cannot help: someone else's ConfigMap has the name we need.
-                raise TerminalError(f"ConfigMap {request} exists and is not owned by "
-                                    f"Widget {request}")
-            cm["metadata"].setdefault("labels", {}).update(MANAGED_BY)
-            set_controller_reference(widget, cm)
-            cm["data"] = dict(sorted(data.items()))
-
-        config_map = {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": request.name, "namespace": request.namespace}}
-        result = create_or_update(self.client, config_map, mutate)  # 409 Conflict: retried
-        if result is not OperationResult.NONE:
-            print(f"{result.value} ConfigMap {request}: {config_map['data']}")
-        status = {"observedGeneration": widget["metadata"]["generation"],
-                  "configMap": request.name}
-        if widget.get("status") != status:
-            self.client.status.patch(widget, {"status": status})
-
-    def delete_orphan(self, request: Request) -> None:
-        """A Widget is gone: delete the ConfigMap it controlled (a cluster's garbage collector
-        would; the embedded API server has none)."""
-        cm = self.listers.get(request, "configmaps")
-        owner = get_controller_of(cm) if cm is not None else None
-        if cm is None or owner is None or owner.get("kind") != WIDGETS.kind:
-            return
-        with contextlib.suppress(NotFound):
-            self.client.delete("configmaps", request.name, request.namespace,
-                               uid=cm["metadata"]["uid"])
-            print(f"deleted ConfigMap {request}")
-
-
-def setup(manager: Manager, client: Client, workers: int = 2) -> Controller:
-    """Register the Widget controller with ``manager``."""
-    builder = ControllerBuilder(manager).for_(WIDGETS, GenerationChangedPredicate())
-
-    def widgets_using_defaults(cm: dict[str, Any]) -> list[str]:
-        meta = cm["metadata"]
-        if meta["name"] != DEFAULTS:
-            return []
-        widgets = builder.listers.primary.by_namespace(meta["namespace"]).list()
-        return [f"{meta['namespace']}/{w['metadata']['name']}" for w in widgets]
-
-    builder.owns("configmaps").watches("configmaps", widgets_using_defaults)
-    builder.with_options(workers=workers, name="widget-controller")
-    return builder.complete(WidgetReconciler(client, builder.listers))
 
 
 def demo(client: Client) -> None:
