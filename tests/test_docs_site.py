@@ -261,6 +261,16 @@ def test_readme_guide_and_its_test_pass(tmp_path: Path) -> None:
 # -- the pages' marked examples ----------------------------------------------------------------
 
 
+def test_the_tutorial_builds_example_04s_operator() -> None:
+    """The tutorial's ``widget.py`` blocks, one after the other, are
+    examples/04-custom-resource-controller/widget.py (the same code, tested by both)."""
+    blocks = [e.code for e in examples(DOCS / "tutorial.md")
+              if e.action == "append" and e.filename == "widget.py"]
+    widget = (ROOT / "examples" / "04-custom-resource-controller" / "widget.py").read_text()
+    assert len(blocks) == 3
+    assert "\n\n".join(blocks) == widget
+
+
 MARKED = [page for page in pages() if examples(page)]
 
 
