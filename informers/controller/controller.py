@@ -433,6 +433,7 @@ class Controller:
             hanging = tuple(sorted(self._in_flight))
             running_for = {k: now - t for k, t in self._in_flight.items()}
             threads = list(self._threads)
+            exited = self._running_workers == 0
         for key in hanging:
             logger.error(
                 'controller "%s": reconcile of %s still running after the %ss drain timeout '
@@ -443,8 +444,8 @@ class Controller:
                 running_for[key],
             )
         for thread in threads:
-            # Without a hanging reconcile every worker is past its last step: join them all.
-            if not hanging or not thread.is_alive():
+            # Once every worker has counted itself out, each is past its last step: join all.
+            if exited or not thread.is_alive():
                 thread.join()
         self.hanging_keys = hanging
         with self._lock:
