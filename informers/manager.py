@@ -157,21 +157,26 @@ class Manager:
 
     **Restart** (not in controller-runtime, whose manager runs once): once :meth:`start` has
     returned, calling it (or :meth:`run`) again runs everything again from scratch, in the
-    same order. Rebuilt: the factory's informers (:meth:`SharedInformerFactory.reset
-    <informers.factory.SharedInformerFactory.reset>`: new informers for the same resources,
-    whose caches fill from a fresh list); each controller added with :meth:`add` gets a new
-    work queue and workers, its watches registered again on the new informers
-    (:meth:`Controller.reset <informers.controller.controller.Controller.reset>`); each
-    runnable is called again with a new stop event (it must allow that); leader election
-    starts over with a new elector (same identity and lease), so the lease is acquired
-    again; the health and metrics server binds its address again (with port 0: a new port,
-    see :attr:`health_server`). Kept: the controllers and runnables added (none can be added
-    once started), the health checks, the configuration, the metrics registry,
-    :attr:`factory` and the listers of a :class:`~informers.controller.builder.
-    ControllerBuilder` (they read the new caches). Not kept: cached objects, queued keys,
-    informers and listers taken from the factory before the restart (they keep the old,
-    stopped cache: take them again). A restart is refused while a runnable, or a controller's
-    reconcile, abandoned by the last stop (:attr:`unstopped`, ``hanging_keys``) still runs.
+    same order.
+
+    * Rebuilt: the factory's informers (:meth:`SharedInformerFactory.reset
+      <informers.factory.SharedInformerFactory.reset>`: new informers for the same
+      resources, whose caches fill from a fresh list); each controller added with
+      :meth:`add` gets a new work queue and workers, its watches registered again on the new
+      informers (:meth:`Controller.reset
+      <informers.controller.controller.Controller.reset>`); each runnable is called again
+      with a new stop event (it must allow that); leader election starts over with a new
+      elector (same identity and lease), so the lease is acquired again; the health and
+      metrics server binds its address again (with port 0: a new port, see
+      :attr:`health_server`).
+    * Kept: the controllers and runnables added (none can be added once started), the health
+      checks, the configuration, the metrics registry, :attr:`factory`, and the listers of a
+      :class:`~informers.controller.builder.ControllerBuilder` (they read the new caches).
+    * Not kept: cached objects, queued keys, and the informers and listers taken from the
+      factory before the restart (they keep the old, stopped cache: take them again).
+    * Refused (:class:`~informers.errors.AlreadyStartedError`) while a runnable, or a
+      controller's reconcile, abandoned by the last stop (:attr:`unstopped`,
+      ``hanging_keys``) still runs.
 
     Thread safety: :meth:`add`, :meth:`add_runnable` and the check methods before the first
     :meth:`start`; one :meth:`start` at a time.
@@ -231,6 +236,7 @@ class Manager:
         self._cond = threading.Condition(self._lock)
         self._runnables: list[_Runnable] = []
         self._controllers: list[Controller] = []
+        self._replaced: dict[Any, Any] = {}  # informer -> the informer that replaced it
         self._running: set[str] = set()
         self._started = False  # start() was called: the runnables are fixed
         self._active = False  # start() has not returned yet
@@ -454,10 +460,15 @@ class Manager:
         """Make a stopped manager startable: new informers, queues, events, elector and
         health server (see "Restart")."""
         replaced = self.factory.reset() if self.factory is not None else {}
+        # Every informer ever replaced maps to the current one: a controller left on an older
+        # one by a failed restart (its reset raised) moves to the current one next time.
+        self._replaced = {old: replaced.get(cur, cur) for old, cur in self._replaced.items()}
+        self._replaced.update(replaced)
         with self._lock:
             controllers = list(self._controllers)
         for controller in controllers:
-            controller.reset(replaced)
+            controller.reset(self._replaced)
+        self._replaced = {}  # let the old informers and their caches go
         with self._lock:
             for r in self._runnables:
                 r.thread = None

@@ -95,7 +95,7 @@ def test_the_runner_twice_and_errors_re_raised_on_exit(api_server: Any) -> None:
     with run_manager(manager):
         eventually(lambda: calls == [1])
     with pytest.raises(RuntimeError, match="second run broke"), run_manager(manager):
-        eventually(lambda: False, timeout=1)
+        eventually(lambda: False, timeout=0.3)  # the error is raised at entry or at exit
     with run_manager(manager):  # and a third run works again
         eventually(lambda: calls == [1, 2, 3])
         assert manager.running() and manager.caches_synced()
@@ -163,7 +163,38 @@ def test_a_restart_is_refused_while_the_last_run_has_not_let_go() -> None:
         release.set()
     eventually(lambda: not any(t.name == "manager-stuck" for t in threading.enumerate()))
     with run_manager(manager):
-        assert manager.elected.is_set()
+        eventually(manager.elected.is_set)
+
+
+def test_a_reconcile_abandoned_by_the_stop_holds_the_restart_back(api_server: Any) -> None:
+    api = api_server.api_client()
+    manager = Manager(api, shutdown_timeout=2.0)
+    release, started = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def reconcile(key: str) -> None:
+        if key == "default/slow":
+            started.set()
+            release.wait(10)
+        done.append(key)
+
+    controller = Controller("slow", reconcile, drain_timeout=0.1)
+    controller.watch(manager.factory.informer_for("configmaps"),  # type: ignore[union-attr]
+                     EnqueueRequestForObject)
+    manager.add(controller)
+    api_server.create(configmap("slow", "default"))
+    with run_manager(manager):
+        eventually(started.is_set)
+    assert controller.hanging_keys == ("default/slow",)
+    with pytest.raises(AlreadyStartedError, match="controller slow: the reconcile of "
+                       "default/slow from the last run is still running"), run_manager(manager):
+        pass
+    release.set()
+    eventually(lambda: done == ["default/slow"])
+    api_server.create(configmap("fast", "default"))
+    with run_manager(manager):  # the controller moved to the newest informers
+        eventually(lambda: {"default/slow", "default/fast"} <= set(done[1:]))
+    api.close()
 
 
 def test_a_running_manager_or_controller_is_not_restarted(api_server: Any) -> None:
