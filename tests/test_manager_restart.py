@@ -20,6 +20,7 @@ from informers.controller import Controller, ControllerBuilder, EnqueueRequestFo
 from informers.errors import AlreadyStartedError, InformerStoppedError
 from informers.factory import SharedInformerFactory
 from informers.manager import LeaderElectionConfig, Manager
+from informers.resources import Resource
 from informers.testing.runner import eventually, run_manager
 
 FAST: dict[str, Any] = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.2}
@@ -289,3 +290,37 @@ class TestThePluginFixturesOnTheRealControlPlane:
                     eventually(lambda: f"{ns}/{name}" in seen, timeout=10)  # noqa: B023
         finally:
             client.delete("namespaces", ns)
+
+
+# -- the runner's errors -----------------------------------------------------------------------
+
+
+def test_the_runner_says_which_caches_did_not_sync(api_server: Any) -> None:
+    api = api_server.api_client()
+    before = threads()
+    manager = Manager(api, shutdown_timeout=2.0)
+    gadgets = Resource("example.com", "v1", "gadgets", "Gadget", namespaced=True)  # not served
+    manager.factory.informer_for(gadgets)  # type: ignore[union-attr]
+    manager.factory.informer_for("configmaps")  # type: ignore[union-attr]
+    with pytest.raises(TimeoutError) as info, run_manager(manager, sync_timeout=0.3):
+        pass
+    assert str(info.value) == ("the manager's caches did not sync within 0.3s "
+                               "(unsynced: gadgets.example.com)")
+    assert not manager.running()
+    assert threads() == before
+    api.close()
+
+
+def test_the_runner_says_when_the_manager_does_not_stop(api_server: Any) -> None:
+    api = api_server.api_client()
+    manager = Manager(api, shutdown_timeout=30.0)
+    release = threading.Event()
+    manager.add_runnable(lambda stop: release.wait(10), name="deaf")
+    try:
+        with pytest.raises(TimeoutError, match=r"^the manager did not stop within 0.2s$"), \
+                run_manager(manager, stop_timeout=0.2):
+            pass
+    finally:
+        release.set()
+    eventually(lambda: not manager.running())
+    api.close()
