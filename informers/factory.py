@@ -242,6 +242,9 @@ class SharedInformerFactory:
       caller's event could be woken by nothing but setting that event (not the factory's to
       set), so :meth:`shutdown` could not join it; between checks it waits on the factory's
       own shutdown event, so :meth:`shutdown` ends it at once.
+    * **Reset.** After :meth:`shutdown`, :meth:`reset` makes the factory startable again
+      with a new informer per resource (what :meth:`Manager.start
+      <informers.manager.Manager.start>` does when run again).
     * Thread-safe.
 
     Args:
@@ -289,6 +292,7 @@ class SharedInformerFactory:
         self.memory_tuning = memory_tuning
         self._lock = threading.Lock()
         self._informers: dict[_GVR, SharedIndexInformer] = {}
+        self._list_watches: dict[_GVR, ListWatch] = {}  # what reset() builds informers on
         self._resources: dict[_GVR, Resource] = {}
         self._started: set[_GVR] = set()
         self._threads: list[threading.Thread] = []
@@ -380,6 +384,7 @@ class SharedInformerFactory:
                 )
                 inf = self._new_informer(res, lw)
                 self._informers[key] = inf
+                self._list_watches[key] = lw
                 self._resources[key] = res
             return inf
 
@@ -424,6 +429,7 @@ class SharedInformerFactory:
                 with self._lock:
                     if key not in self._informers:
                         self._informers[key] = self._new_informer(lw.resource, lw)
+                        self._list_watches[key] = lw
                         self._resources[key] = lw.resource
                     res = self._resources[key]
         return GenericInformer(self, res)
@@ -545,6 +551,37 @@ class SharedInformerFactory:
             self._client_closed = True
         if close:
             self.api_client.close()
+
+    def reset(self) -> dict[SharedIndexInformer, SharedIndexInformer]:
+        """Make a factory that was shut down usable again: each informer it had is replaced by
+        a new, unstarted one of the same resource, list-watch and options (an empty cache, no
+        handlers), and :meth:`start` starts them. Informers and listers taken before keep
+        the old, stopped cache: take them again. A factory made by :meth:`from_config` closes
+        its client again at the next :meth:`shutdown`.
+
+        Returns:
+            ``{old informer: its replacement}``.
+
+        Raises:
+            RuntimeError: :meth:`shutdown` was not called.
+        """
+        with self._lock:
+            if not self._shutting_down:
+                raise RuntimeError("reset() needs a factory that was shut down")
+            replaced = {}
+            for key, old in self._informers.items():
+                new = self._new_informer(self._resources[key], self._list_watches[key])
+                self._informers[key] = new
+                replaced[old] = new
+            self._started = set()
+            self._threads = []
+            self._stops = {}
+            self._watched = []
+            self._watcher = None
+            self._shutdown = threading.Event()
+            self._shutting_down = False
+            self._client_closed = False
+        return replaced
 
     def __enter__(self) -> SharedInformerFactory:
         return self

@@ -10,6 +10,8 @@ controller-runtime ``pkg/manager`` (``internal.go``, ``runnable_group.go``,
     controller.watch(configmaps.informer(), EnqueueRequestForObject)
     manager.add(controller)              # runs only while this replica leads
     manager.run()                        # SIGTERM/SIGINT stop it; a second one exits at once
+
+A stopped manager can be started again (see :class:`Manager`, "Restart").
 """
 
 from __future__ import annotations
@@ -159,8 +161,31 @@ class Manager:
     starts the informers requested so far, and a controller waiting for an informer that was
     never started waits until it is stopped.
 
-    Thread safety: :meth:`add`, :meth:`add_runnable` and the check methods before
-    :meth:`start`; :meth:`start` once.
+    **Restart** (not in controller-runtime, whose manager runs once): once :meth:`start` has
+    returned, calling it (or :meth:`run`) again runs everything again from scratch, in the
+    same order.
+
+    * Rebuilt: the factory's informers (:meth:`SharedInformerFactory.reset
+      <informers.factory.SharedInformerFactory.reset>`: new informers for the same
+      resources, whose caches fill from a fresh list); each controller added with
+      :meth:`add` gets a new work queue and workers, its watches registered again on the new
+      informers (:meth:`Controller.reset
+      <informers.controller.controller.Controller.reset>`); each runnable is called again
+      with a new stop event (it must allow that); leader election starts over with a new
+      elector (same identity and lease), so the lease is acquired again; the health and
+      metrics server binds its address again (with port 0: a new port, see
+      :attr:`health_server`).
+    * Kept: the controllers and runnables added (none can be added once started), the health
+      checks, the configuration, the metrics registry, :attr:`factory`, and the listers of a
+      :class:`~informers.controller.builder.ControllerBuilder` (they read the new caches).
+    * Not kept: cached objects, queued keys, and the informers and listers taken from the
+      factory before the restart (they keep the old, stopped cache: take them again).
+    * Refused (:class:`~informers.errors.AlreadyStartedError`) while a runnable, or a
+      controller's reconcile, abandoned by the last stop (:attr:`unstopped`,
+      ``hanging_keys``) still runs.
+
+    Thread safety: :meth:`add`, :meth:`add_runnable` and the check methods before the first
+    :meth:`start`; one :meth:`start` at a time.
 
     Args:
         api_client: a ``kubernetes.client.ApiClient`` for the factory and the lease;
@@ -216,8 +241,11 @@ class Manager:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._runnables: list[_Runnable] = []
+        self._controllers: list[Controller] = []
+        self._replaced: dict[Any, Any] = {}  # informer -> the informer that replaced it
         self._running: set[str] = set()
-        self._started = False
+        self._started = False  # start() was called: the runnables are fixed
+        self._active = False  # start() has not returned yet
         self._stopping = False
         self._stop_requested = threading.Event()  # leadership lost or a runnable failed
         self._work_stop = threading.Event()  # the runnables' stop event
@@ -234,42 +262,55 @@ class Manager:
         """Names of the runnables still running when the last shutdown stopped waiting."""
 
         self._webhook_servers: list[WebhookServer] = []
+        self._health_address = health_address
         self.health_server: HealthServer | None = None
+        """Serves ``/metrics``, ``/healthz`` and ``/readyz``; a restart replaces it by a new
+        one with the same address and checks."""
         if health_address is not None and health_address.strip() != "0":
             self.health_server = HealthServer(health_address, registry=metrics_registry)
             self.health_server.add_readyz_check(CACHES_SYNCED_CHECK, self._caches_synced.is_set)
 
+        self._leader_election = leader_election
+        self._leader_election_metrics_provider = leader_election_metrics_provider
+        self._identity: str | None = None
         self.elector: LeaderElector | None = None
+        """The leader elector of the current (or last) run; a restart replaces it."""
         if leader_election is not None:
             if api_client is None:
                 raise ValueError("leader election needs an api_client (or a factory)")
-            cfg = leader_election
-            lock = LeaseLock(
-                api_client,
-                cfg.lease_namespace,
-                cfg.lease_name,
-                cfg.identity or _default_identity(),
-                # kube-controller-manager bounds each lease request by the renew deadline.
-                request_timeout=cfg.renew_deadline,
-            )
-            self.elector = LeaderElector(
-                lock,
-                lease_duration=cfg.lease_duration,
-                renew_deadline=cfg.renew_deadline,
-                retry_period=cfg.retry_period,
-                on_started_leading=self._on_started_leading,
-                on_stopped_leading=self._on_stopped_leading,
-                release_on_cancel=cfg.release_on_cancel,
-                name=cfg.lease_name,
-                clock=clock,
-                metrics_provider=leader_election_metrics_provider,
-            )
+            self._identity = leader_election.identity or _default_identity()
+            self.elector = self._new_elector(leader_election)
             if self.health_server is not None:
-                elector = self.elector
-                self.health_server.add_healthz_check(
-                    LEADER_ELECTION_CHECK,
-                    lambda: elector.check(LEADER_ELECTION_HEALTH_TOLERANCE),
-                )
+                self.health_server.add_healthz_check(LEADER_ELECTION_CHECK,
+                                                     self._leader_election_healthy)
+
+    def _new_elector(self, cfg: LeaderElectionConfig) -> LeaderElector:
+        assert self._identity is not None
+        lock = LeaseLock(
+            self.api_client,
+            cfg.lease_namespace,
+            cfg.lease_name,
+            self._identity,
+            # kube-controller-manager bounds each lease request by the renew deadline.
+            request_timeout=cfg.renew_deadline,
+        )
+        return LeaderElector(
+            lock,
+            lease_duration=cfg.lease_duration,
+            renew_deadline=cfg.renew_deadline,
+            retry_period=cfg.retry_period,
+            on_started_leading=self._on_started_leading,
+            on_stopped_leading=self._on_stopped_leading,
+            release_on_cancel=cfg.release_on_cancel,
+            name=cfg.lease_name,
+            clock=self._clock,
+            metrics_provider=self._leader_election_metrics_provider,
+        )
+
+    def _leader_election_healthy(self) -> str | None:
+        """The ``/healthz`` check of the current elector (``None``: healthy)."""
+        elector = self.elector
+        return None if elector is None else elector.check(LEADER_ELECTION_HEALTH_TOLERANCE)
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -298,6 +339,8 @@ class Manager:
         while this replica leads, and then its workers take keys only while :meth:`is_leader`
         (its ``leader_check``, unless it has one). Before :meth:`start`."""
         self.add_runnable(controller.run, needs_leader=needs_leader, name=controller.name)
+        with self._lock:
+            self._controllers.append(controller)
         if needs_leader and controller.leader_check is None:
             controller.leader_check = self.is_leader
 
@@ -348,8 +391,14 @@ class Manager:
             self.health_server.add_readyz_check(name, check)
 
     def caches_synced(self) -> bool:
-        """True once the factory's informers have synced during :meth:`start`."""
+        """True once the factory's informers have synced during :meth:`start`; stays true
+        after :meth:`start` returns, until the next :meth:`start` begins."""
         return self._caches_synced.is_set()
+
+    def running(self) -> bool:
+        """True from the moment :meth:`start` begins until it returns."""
+        with self._lock:
+            return self._active
 
     def is_leader(self) -> bool:
         """Whether this replica may act as leader now: the leader-only runnables were started,
@@ -379,28 +428,90 @@ class Manager:
         """Start everything in order, block until ``stop_event`` is set (or the lease is lost,
         or a runnable raises), then stop everything in order.
 
+        Called again after it returned, it restarts the manager (see "Restart" above).
+
         Raises:
-            AlreadyStartedError: called twice.
+            AlreadyStartedError: the manager is running (on another thread), or a runnable or
+                reconcile abandoned by the last stop still runs.
             LeaderElectionLostError: the lease was lost while running.
             BaseException: the first exception a runnable raised, after the shutdown.
             OSError: the health server's address cannot be bound (nothing else started).
         """
         with self._lock:
-            if self._started:
-                raise AlreadyStartedError("the manager was already started")
+            if self._active:
+                raise AlreadyStartedError("the manager is running")
+            self._caches_synced.clear()
+            self.elected.clear()
+            restart = self._started
+            if restart:
+                still = [r.name for r in self._runnables
+                         if r.thread is not None and r.thread.is_alive()]
+                if still:
+                    raise AlreadyStartedError(
+                        "cannot start the manager again: runnable(s) "
+                        f"{', '.join(still)} from the last run still running")
             self._started = True
+            self._active = True
+        try:
+            if restart:
+                self._reset()
+        except BaseException:
+            if self.factory is not None:
+                self.factory.shutdown()  # starts nothing; the next start resets it again
+            with self._lock:
+                self._active = False
+            raise
         try:
             if self._start_all(stop_event):
                 while not self._stop_requested.is_set():
                     if REAL_CLOCK.wait_event(stop_event, _STOP_POLL):
                         break
         finally:
-            self._shutdown()
+            try:
+                self._shutdown()
+            finally:
+                with self._lock:
+                    self._active = False
         if self._leadership_lost:
             lease = self.elector.lock.describe() if self.elector is not None else ""
             raise LeaderElectionLostError(f"leader election lost: lease {lease}")
         if self._failure is not None:
             raise self._failure
+
+    def _reset(self) -> None:
+        """Make a stopped manager startable: new informers, queues, events, elector and
+        health server (see "Restart")."""
+        replaced = self.factory.reset() if self.factory is not None else {}
+        # Every informer ever replaced maps to the current one: a controller left on an older
+        # one by a failed restart (its reset raised) moves to the current one next time.
+        self._replaced = {old: replaced.get(cur, cur) for old, cur in self._replaced.items()}
+        self._replaced.update(replaced)
+        with self._lock:
+            controllers = list(self._controllers)
+        for controller in controllers:
+            controller.reset(self._replaced)
+        self._replaced = {}  # let the old informers and their caches go
+        with self._lock:
+            for r in self._runnables:
+                r.thread = None
+            self._running = set()
+            self._stopping = False
+            self._stop_requested = threading.Event()
+            self._work_stop = threading.Event()
+            self._elector_stop = threading.Event()
+            self._elector_thread = None
+            self._leadership_lost = False
+            self._failure = None
+        if self._leader_election is not None:
+            self.elector = self._new_elector(self._leader_election)
+        old = self.health_server
+        if old is not None and self._health_address is not None:
+            server = HealthServer(self._health_address, registry=self.metrics_registry)
+            for name, check in old.checks("healthz").items():
+                server.add_healthz_check(name, check)
+            for name, check in old.checks("readyz").items():
+                server.add_readyz_check(name, check)
+            self.health_server = server
 
     def _start_all(self, stop_event: threading.Event) -> bool:
         """Steps 1-4 of the start order; False when stopped before the caches synced."""

@@ -246,16 +246,29 @@ def test_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_readme_test_example_passes(tmp_path: Path) -> None:
-    (tmp_path / "test_readme.py").write_text(
+def test_readme_guide_and_its_test_pass(tmp_path: Path) -> None:
+    """The operator of "Build a controller" (``greeter.py``) under the test of "Test without
+    a cluster" (``test_greeter.py``), as a user would save them."""
+    (tmp_path / "greeter.py").write_text(first_python_block_under(README, "## Build a controller"))
+    (tmp_path / "test_greeter.py").write_text(
         first_python_block_under(README, "## Test without a cluster"))
     result = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   "test_readme.py"], tmp_path)
+                   "test_greeter.py"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
 
 
 # -- the pages' marked examples ----------------------------------------------------------------
+
+
+def test_the_tutorial_builds_example_04s_operator() -> None:
+    """The tutorial's ``widget.py`` blocks, one after the other, are
+    examples/04-custom-resource-controller/widget.py (the same code, tested by both)."""
+    blocks = [e.code for e in examples(DOCS / "tutorial.md")
+              if e.action == "append" and e.filename == "widget.py"]
+    widget = (ROOT / "examples" / "04-custom-resource-controller" / "widget.py").read_text()
+    assert len(blocks) == 3
+    assert "\n\n".join(blocks) == widget
 
 
 MARKED = [page for page in pages() if examples(page)]

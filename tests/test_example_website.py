@@ -1,9 +1,9 @@
 """examples/07-website-operator on both servers: the builder, server-side apply of the owned
-objects, the finalizer and the Ready condition. The embedded server answers server-side apply
-with 415 until issue 16: there the tests that need it are skipped at that answer."""
+objects, the finalizer and the Ready condition; its demo; the reconciler's size."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -34,14 +34,28 @@ def load():
 website = load()
 
 
+@pytest.fixture(scope="module")
+def real_crd_deleted_at_the_end(request):
+    """The CRD is cluster-wide on the shared real control plane: gone after this module."""
+    plane = request.getfixturevalue("real_api_server")
+    yield
+    api = plane.api_client()
+    try:
+        with contextlib.suppress(NotFound):
+            Client(api).delete(CRDS, website.CRD["metadata"]["name"])
+    finally:
+        api.close()
+
+
 @pytest.fixture
-def operator(any_api_server):
+def operator(any_api_server, request):
     api = any_api_server.api_client()
     client = Client(api, field_manager=website.MANAGER)
     if any_api_server.embedded is not None:
         any_api_server.embedded.register_resource("example.com", "v1", "websites", "Website",
                                                   has_status=True)
     else:
+        request.getfixturevalue("real_crd_deleted_at_the_end")
         try:
             client.create(website.CRD, resource=CRDS)
         except AlreadyExists:
@@ -57,7 +71,7 @@ def operator(any_api_server):
     manager = Manager(api, factory=SharedInformerFactory(api, namespace=ns), shutdown_timeout=5)
     cleaned: list[str] = []
     website.setup(manager, client, cleanup=lambda site: cleaned.append(site["metadata"]["name"]))
-    yield manager, client, ns, cleaned, any_api_server
+    yield manager, client, ns, cleaned
     api.close()
 
 
@@ -66,22 +80,11 @@ def new_site(ns: str, **spec: object) -> dict:
             "metadata": {"name": "site", "namespace": ns}, "spec": dict(spec)}
 
 
-def applied(client, ns, server):
-    """The Service once applied; skips on the embedded server while it has no SSA."""
-    try:
-        return client.get("services", "site", ns)
-    except NotFound:
-        if server.embedded is not None and any(
-                r.status == 415 for r in server.embedded.requests):
-            pytest.skip("embedded server-side apply: issue 16")
-        raise
-
-
 def test_the_website_gets_its_children_a_finalizer_and_a_ready_condition(operator):
-    manager, client, ns, cleaned, server = operator
+    manager, client, ns, cleaned = operator
     with run_manager(manager):
         client.create(new_site(ns, message="hello", replicas=2, image="nginx:1.27"))
-        service = eventually(lambda: applied(client, ns, server), timeout=10)
+        service = eventually(lambda: client.get("services", "site", ns), timeout=10)
         assert service["metadata"]["ownerReferences"][0]["kind"] == "Website"
         cm = client.get("configmaps", "site", ns)
         assert cm["data"] == {"index.html": "hello"}
@@ -114,6 +117,16 @@ def test_the_website_gets_its_children_a_finalizer_and_a_ready_condition(operato
             return False
 
         eventually(gone)
+
+
+def test_the_demo_runs_on_the_embedded_server(capsys):
+    spec = importlib.util.spec_from_file_location("website_main", EXAMPLE / "main.py")
+    assert spec is not None and spec.loader is not None
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    assert main.main(["--duration", "0"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Website default/demo: ConfigMap, Deployment and Service applied"]
 
 
 def test_the_reconciler_is_at_most_about_fifty_lines():

@@ -4,7 +4,8 @@ what their README line says.
 Each example's ``main(argv, stop)`` runs in this process: with no ``--kubeconfig`` it starts its
 own embedded server and demo, and ``--duration 0`` makes it stop once the demo is done; with
 ``--kubeconfig`` it runs against a server this test owns, so the test can drive it and look at
-the result (the ConfigMaps really exist and follow the Widget; the standby takes over).
+the result (the standby takes over). The operators 04 and 07 have test modules of their own,
+on both servers (test_example_widget.py, test_example_website.py).
 """
 
 from __future__ import annotations
@@ -203,71 +204,12 @@ def test_04_custom_resource_controller_demo(capsys):
         "widget created: ConfigMap default/blue {'color': 'blue', 'size': '3'}",
         "widget spec changed: ConfigMap default/blue {'color': 'blue', 'size': '5'}",
         "ConfigMap edited by hand: ConfigMap default/blue {'color': 'blue', 'size': '5'}",
+        "defaults set: ConfigMap default/blue {'color': 'blue', 'shape': 'round', 'size': '5'}",
         "widget deleted: ConfigMap default/blue is gone",
     ]
     assert "created ConfigMap default/blue: {'color': 'blue', 'size': '3'}" in out
     assert "deleted ConfigMap default/blue" in out
-
-
-def widget(name, **spec):
-    return {"apiVersion": "example.com/v1", "kind": "Widget",
-            "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-
-
-def test_04_config_maps_really_exist_and_follow_the_widget(server, kubeconfig, caplog):
-    example = load("04-custom-resource-controller")
-    server.register_resource("example.com", "v1", "widgets", "Widget", has_status=True)
-    server.create({"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": "taken", "namespace": "default"}, "data": {"x": "y"}})
-
-    def cm(name):
-        return server.get("configmaps", "default", name)
-
-    with Running(example, "--kubeconfig", kubeconfig, "--workers", "1"):
-        created = server.create(widget("green", color="green", size=1))
-        uid = created["metadata"]["uid"]
-        eventually(lambda: cm("green"))
-        assert cm("green")["data"] == {"color": "green", "size": "1"}
-        assert cm("green")["metadata"]["ownerReferences"] == [{
-            "apiVersion": "example.com/v1", "kind": "Widget", "name": "green", "uid": uid,
-            "controller": True, "blockOwnerDeletion": True}]
-        assert cm("green")["metadata"]["labels"] == {
-            "app.kubernetes.io/managed-by": "widget-controller"}
-        eventually(lambda: (server.get("widgets", "default", "green").get("status")
-                            == {"observedGeneration": 1, "configMap": "green"}))
-
-        # The spec changes: the ConfigMap follows, and the status records the new generation.
-        server.patch("widgets", "default", "green", {"spec": {"size": 2, "shape": "round"}})
-        eventually(lambda: cm("green")["data"] == {"color": "green", "shape": "round",
-                                                   "size": "2"})
-        eventually(lambda: server.get("widgets", "default", "green")["status"]
-                   == {"observedGeneration": 2, "configMap": "green"})
-
-        # A ConfigMap deleted by hand comes back (the owner's key is enqueued).
-        server.delete("configmaps", "default", "green")
-        eventually(lambda: cm("green") is not None)
-        assert cm("green")["data"] == {"color": "green", "shape": "round", "size": "2"}
-
-        # An owner reference to a Widget that does not exist: the dependent is removed.
-        server.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-            "name": "ghost", "namespace": "default", "ownerReferences": [{
-                "apiVersion": "example.com/v1", "kind": "Widget", "name": "ghost",
-                "uid": "0000", "controller": True}]}})
-        eventually(lambda: cm("ghost") is None)
-
-        # A name taken by a ConfigMap the Widget does not own: a terminal error, no retry.
-        server.clear_request_log()
-        server.create(widget("taken", color="red"))
-        server.delete("widgets", "default", "green")
-        eventually(lambda: cm("green") is None)  # one worker: "taken" was reconciled before
-        messages = [r.getMessage() for r in caplog.records if "default/taken" in r.getMessage()]
-        assert messages == ['controller "widget-controller": terminal error reconciling '
-                            "default/taken, not retrying: ConfigMap default/taken exists and "
-                            "is not owned by Widget default/taken"]
-        assert cm("taken")["data"] == {"x": "y"}
-        assert [r.verb for r in server.request_log(resource="configmaps")
-                if r.name == "taken"] == []
-        assert server.get("widgets", "default", "taken").get("status") is None
+    # its tests on both servers: tests/test_example_widget.py
 
 
 # -- 05: leader election -----------------------------------------------------------------------

@@ -3,9 +3,8 @@
     kubectl apply -f examples/07-website-operator/crd.yaml
     python examples/07-website-operator/main.py --kubeconfig ~/.kube/config
 
-Without ``--kubeconfig`` it runs on an embedded API server and creates one Website; the
-embedded server does not serve server-side apply yet (issue 16), so there the demo stops at
-the first apply with a message.
+Without ``--kubeconfig`` it runs on an embedded API server (the CRD installed there too),
+creates one Website and waits for its ConfigMap, Deployment and Service.
 """
 
 from __future__ import annotations
@@ -17,10 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from website import MANAGER, WEBSITES, setup
+from website import CRD, MANAGER, WEBSITES, setup
 
 from informers.client import Client
-from informers.errors import UnsupportedMediaType
 from informers.manager import Manager
 from informers.testing import connect
 from informers.testing.runner import eventually, run_manager
@@ -33,28 +31,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to run after the demo (default: until Ctrl-C)")
     args = parser.parse_args(argv)
     with connect(args.kubeconfig) as (api_client, server):
-        if server is not None:
-            server.register_resource("example.com", "v1", "websites", "Website", has_status=True)
         client = Client(api_client, field_manager=MANAGER)
+        if server is not None:  # the embedded server serves CRDs as kube-apiserver does
+            client.create(CRD)
+            eventually(lambda: client.list(WEBSITES, "default") is not None)
         manager = Manager(api_client, shutdown_timeout=5.0)
         setup(manager, client,
               cleanup=lambda site: print(f"cleaning up {site['metadata']['name']}"))
-        try:
-            with run_manager(manager):
-                if server is not None:
-                    client.create({"apiVersion": WEBSITES.api_version, "kind": "Website",
-                                   "metadata": {"name": "demo", "namespace": "default"},
-                                   "spec": {"message": "hi", "replicas": 1}})
-                    try:
-                        eventually(lambda: client.get("services", "demo", "default"))
-                    except AssertionError:
-                        print("the embedded API server has no server-side apply yet "
-                              "(issue 16): run with --kubeconfig")
-                        return 0
-                    print("Website default/demo: ConfigMap, Deployment and Service applied")
-                threading.Event().wait(args.duration)
-        except UnsupportedMediaType:  # pragma: no cover - the controller retries, not raises
-            return 0
+        with run_manager(manager):  # started, caches synced; stopped and joined on exit
+            if server is not None:
+                client.create({"apiVersion": WEBSITES.api_version, "kind": "Website",
+                               "metadata": {"name": "demo", "namespace": "default"},
+                               "spec": {"message": "hi", "replicas": 1}})
+                eventually(lambda: client.get("services", "demo", "default"), timeout=10)
+                print("Website default/demo: ConfigMap, Deployment and Service applied")
+            threading.Event().wait(args.duration)
     return 0
 
 

@@ -80,7 +80,7 @@ class _Manager(Protocol):
     """What the builder needs of :class:`informers.manager.Manager`."""
 
     @property
-    def factory(self) -> SharedInformerFactory: ...
+    def factory(self) -> SharedInformerFactory | None: ...
 
     def add(self, controller: Controller, needs_leader: bool = True) -> None: ...
 
@@ -100,15 +100,16 @@ class Listers:
 
     def _add(self, res: Resource) -> Lister:
         lister = self._by_resource.get(res)
-        if lister is None:
-            informer = self._factory.informer_for(res)
+        informer = self._factory.informer_for(res)
+        if lister is None or lister.indexer is not informer.get_indexer():
+            # new, or the factory was reset (a restarted manager): follow the new cache
             lister = self._by_resource[res] = Lister(informer.get_indexer(), res)
         return lister
 
     @property
     def primary(self) -> Lister:
         """The lister of the ``for_`` kind."""
-        return self._by_resource[self.primary_resource]
+        return self._add(self.primary_resource)
 
     def __getitem__(self, kind: KindRef) -> Lister:
         """The lister of a watched kind (``"deployments"``, a Resource...).
@@ -116,10 +117,10 @@ class Listers:
         Raises:
             KeyError: the controller does not watch that kind.
         """
-        for res, lister in self._by_resource.items():
+        for res in list(self._by_resource):
             if kind == res or kind in (res.plural, res.group_resource,
                                        (res.group, res.version, res.plural)):
-                return lister
+                return self._add(res)
         raise KeyError(f"the controller does not watch {kind!r}")
 
     def get(self, request: str, kind: KindRef | None = None) -> dict[str, Any] | None:
@@ -144,9 +145,15 @@ class ControllerBuilder:
     Args:
         manager: the :class:`~informers.manager.Manager` whose factory supplies the
             informers and which runs the controller (leader-only, as controller-runtime's).
+
+    Raises:
+        ValueError: the manager has no factory.
     """
 
     def __init__(self, manager: _Manager) -> None:
+        if manager.factory is None:
+            raise ValueError("the manager has no informer factory: give it an api_client "
+                             "or a factory")
         self._manager = manager
         self._factory = manager.factory
         self._primary: Resource | None = None
@@ -352,13 +359,14 @@ class LowPriorityWhenUnchanged:
 
     def __init__(self, controller: Controller,
                  inner: Callable[[Any], Any]) -> None:
-        self._queue = controller.queue
+        self._controller = controller
         self._local = threading.local()
         self.inner = inner(self)
 
     def add(self, key: str) -> None:
-        """The inner handler's enqueue: into the lane this event chose."""
-        self._queue.add(key, low_priority=getattr(self._local, "low", False))
+        """The inner handler's enqueue: into the lane this event chose (of the controller's
+        current queue: :meth:`Controller.reset` replaces it)."""
+        self._controller.queue.add(key, low_priority=getattr(self._local, "low", False))
 
     def _with(self, low: bool, fn: Callable[..., None], *args: Any) -> None:
         self._local.low = low

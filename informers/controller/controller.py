@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from informers.clock import REAL_CLOCK, Clock
@@ -41,7 +42,7 @@ from informers.controller.metrics import (
 )
 from informers.controller.predicates import Predicate, PredicateFilteredHandler
 from informers.controller.result import Result
-from informers.errors import AlreadyStartedError, TerminalError
+from informers.errors import AlreadyStartedError, InformerStoppedError, TerminalError
 from informers.handlers import ResourceEventHandler
 from informers.wait import wait_for_named_cache_sync
 from informers.workqueue.rate_limiters import RateLimiter
@@ -87,6 +88,16 @@ class Synced(Protocol):
 HandlerFactory = Callable[["Controller"], ResourceEventHandler]
 """Builds an enqueue handler for a controller, e.g. the class
 :class:`~informers.controller.enqueue.EnqueueRequestForObject` itself."""
+
+
+@dataclass
+class _Watch:
+    """One :meth:`Controller.watch`: what :meth:`Controller.reset` registers again."""
+
+    informer: Any
+    handler: ResourceEventHandler  # built and wrapped in the predicates
+    resync_period: float | None
+    registration: Any
 
 
 class Controller:
@@ -140,7 +151,7 @@ class Controller:
 
     Thread safety: :meth:`enqueue`, :meth:`enqueue_after` and the queue may be used from any
     thread at any time (events arriving before :meth:`run` wait in the queue); :meth:`watch`
-    must be called before :meth:`run`; :meth:`run` once.
+    must be called before :meth:`run`; :meth:`run` once, or again after :meth:`reset`.
 
     Args:
         name: the controller's name: thread names, log lines, the ``controller`` metric label
@@ -199,18 +210,18 @@ class Controller:
         self.drain_timeout = drain_timeout
         self.leader_check = leader_check
         self._clock = clock
+        self._given_synced: list[Synced] = list(informers)
         self._synced: list[Synced] = list(informers)
+        self._watches: list[_Watch] = []
         provider = metrics if metrics is not None else get_provider()
         self._metrics = provider.new_controller_metrics(name, workers)
-        self._queue: RateLimitingQueue[str] = RateLimitingQueue(
-            rate_limiter,
-            name=name,
-            metrics_provider=provider.workqueue_metrics_provider(),
-            clock=clock,
-        )
+        self._rate_limiter = rate_limiter
+        self._workqueue_metrics = provider.workqueue_metrics_provider()
+        self._queue = self._new_queue()
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._started = False
+        self._finished = False
         self._stopping = False
         self._workers_stop = threading.Event()  # wakes workers waiting for leadership
         self._running_workers = 0
@@ -219,11 +230,20 @@ class Controller:
         self.hanging_keys: tuple[str, ...] = ()
         """Keys whose reconcile was still running when the last stop gave up waiting."""
 
+    def _new_queue(self) -> RateLimitingQueue[str]:
+        return RateLimitingQueue(
+            self._rate_limiter,
+            name=self.name,
+            metrics_provider=self._workqueue_metrics,
+            clock=self._clock,
+        )
+
     # -- feeding the queue ---------------------------------------------------------------------
 
     @property
     def queue(self) -> RateLimitingQueue[str]:
-        """The work queue (shared with the workers; adds after a stop are ignored)."""
+        """The work queue (shared with the workers; adds after a stop are ignored).
+        :meth:`reset` replaces it: handlers must look it up here at each event."""
         return self._queue
 
     def enqueue(self, key: str) -> None:
@@ -269,6 +289,13 @@ class Controller:
             handler = handler(self)
         if predicates:
             handler = PredicateFilteredHandler(handler, *predicates)
+        registration = self._register(informer, handler, resync_period)
+        with self._lock:
+            self._watches.append(_Watch(informer, handler, resync_period, registration))
+        return registration
+
+    def _register(self, informer: Any, handler: ResourceEventHandler,
+                  resync_period: float | None) -> Any:
         if resync_period is None:
             registration = informer.add_event_handler(handler)
         else:
@@ -279,6 +306,63 @@ class Controller:
                 self._synced.append(registration)
         return registration
 
+    def reset(self, informers: Mapping[Any, Any] | None = None) -> None:
+        """Make a stopped controller runnable again (what a restarted
+        :class:`~informers.manager.Manager` does to the controllers it runs).
+
+        After it: a new, empty work queue (the keys still queued at the stop are dropped;
+        with the default rate limiter its retry counts start afresh, a ``rate_limiter`` given
+        to the constructor is kept with its state); every :meth:`watch` registered again, with
+        the same handler and predicates, on the informer ``informers`` maps its old informer
+        to, or, when not mapped, again on the same informer (its old registration removed
+        first, so the new queue gets the cached objects as adds); :meth:`run` allowed again.
+        The name, reconcile, options, metrics and ``leader_check`` are kept.
+
+        Args:
+            informers: ``{old informer: its replacement}``, e.g. what
+                :meth:`SharedInformerFactory.reset
+                <informers.factory.SharedInformerFactory.reset>` returns.
+
+        Raises:
+            AlreadyStartedError: :meth:`run` has not returned, or a reconcile abandoned by the
+                last stop (:attr:`hanging_keys`) is still running.
+            InformerStoppedError: a watched informer was stopped and ``informers`` has no
+                replacement for it.
+        """
+        mapping = dict(informers or {})
+        with self._lock:
+            if self._started and not self._finished:
+                raise AlreadyStartedError(
+                    f"controller {self.name} is running: stop it before reset()")
+            if self._in_flight:
+                raise AlreadyStartedError(
+                    f"controller {self.name}: the reconcile of "
+                    f"{', '.join(sorted(self._in_flight))} from the last run is still running")
+            for w in self._watches:
+                stopped = getattr(w.informer, "is_stopped", None)
+                if w.informer not in mapping and callable(stopped) and stopped():
+                    raise InformerStoppedError(
+                        f"controller {self.name}: cannot watch {w.informer!r} again: it has "
+                        "stopped and no informer replaces it")
+            watches = list(self._watches)
+            self._synced = [mapping.get(s, s) for s in self._given_synced]
+            self._watches = []
+            self._queue = self._new_queue()
+            self._threads = []
+            self._workers_stop = threading.Event()
+            self._running_workers = 0
+            self._stopping = False
+            self._started = False
+            self._finished = False
+        for w in watches:
+            informer = mapping.get(w.informer)
+            if informer is None:
+                informer = w.informer
+                informer.remove_event_handler(w.registration)
+            registration = self._register(informer, w.handler, w.resync_period)
+            with self._lock:
+                self._watches.append(_Watch(informer, w.handler, w.resync_period, registration))
+
     # -- running -------------------------------------------------------------------------------
 
     def run(self, stop_event: threading.Event) -> tuple[str, ...]:
@@ -286,15 +370,16 @@ class Controller:
 
         Blocks. Returns after the stop once every reconcile in flight finished or
         ``drain_timeout`` passed, and also when ``stop_event`` is set before the caches synced
-        (then nothing was reconciled). The work queue is shut down either way: a controller
-        runs once.
+        (then nothing was reconciled). The work queue is shut down either way: to run the
+        controller again, :meth:`reset` it first.
 
         Returns:
             The keys whose reconcile was still running when the drain timed out (also in
             :attr:`hanging_keys`); empty after a clean stop.
 
         Raises:
-            AlreadyStartedError: :meth:`run` was called before.
+            AlreadyStartedError: :meth:`run` was called before (and the controller was not
+                :meth:`reset` since).
         """
         with self._lock:
             if self._started:
@@ -348,6 +433,7 @@ class Controller:
             hanging = tuple(sorted(self._in_flight))
             running_for = {k: now - t for k, t in self._in_flight.items()}
             threads = list(self._threads)
+            exited = self._running_workers == 0
         for key in hanging:
             logger.error(
                 'controller "%s": reconcile of %s still running after the %ss drain timeout '
@@ -358,9 +444,12 @@ class Controller:
                 running_for[key],
             )
         for thread in threads:
-            if not thread.is_alive():
+            # Once every worker has counted itself out, each is past its last step: join all.
+            if exited or not thread.is_alive():
                 thread.join()
         self.hanging_keys = hanging
+        with self._lock:
+            self._finished = True
         if not hanging:
             logger.info('controller "%s": all workers finished', self.name)
         return hanging

@@ -40,6 +40,9 @@ def run_manager(manager: Any, *, sync_timeout: float = DEFAULT_SYNC_TIMEOUT,
                 stop_timeout: float | None = None) -> Iterator[Any]:
     """Run ``manager`` (a :class:`~informers.manager.Manager`) for the ``with`` block.
 
+    The same manager may be run by several ``with`` blocks, one after the other: each one
+    restarts it (fresh caches, queues and workers; see the Manager's "Restart").
+
     Args:
         sync_timeout: seconds to wait for the caches to sync.
         stop_timeout: seconds to wait for the manager's thread at exit (default: the
@@ -64,10 +67,15 @@ def run_manager(manager: Any, *, sync_timeout: float = DEFAULT_SYNC_TIMEOUT,
     thread = threading.Thread(target=target, name="run-manager", daemon=True)
     thread.start()
     deadline = time.monotonic() + sync_timeout
+    # First until start() has begun (a manager run before still answers caches_synced()
+    # from its last run until then), then until the caches synced.
+    while not manager.running() and thread.is_alive():
+        time.sleep(0.001)
     while not manager.caches_synced() and thread.is_alive():
         if time.monotonic() >= deadline:
             break
         time.sleep(0.01)
+
     def stop_and_join() -> None:
         stop.set()
         wait = stop_timeout if stop_timeout is not None else (
@@ -96,6 +104,7 @@ def run_manager(manager: Any, *, sync_timeout: float = DEFAULT_SYNC_TIMEOUT,
     stop_and_join()
     if failure:
         raise failure[0]
+
 
 def eventually(check: Callable[[], T], *, timeout: float = DEFAULT_EVENTUALLY_TIMEOUT,
                interval: float = 0.02, message: str = "") -> T:

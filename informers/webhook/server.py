@@ -470,7 +470,7 @@ class WebhookServer:
         Raises:
             OSError: the certificate files cannot be read or the address cannot be bound.
             ssl.SSLError: the certificate and key do not load.
-            RuntimeError: already started.
+            RuntimeError: already running (a stopped server may be started again).
         """
         if self._httpd is not None:
             raise RuntimeError("the webhook server was already started")
@@ -548,7 +548,8 @@ class WebhookServer:
 
     def stop(self) -> None:
         """Stop accepting, close idle connections, give the requests in flight
-        ``shutdown_timeout`` seconds, close the rest, and join every thread. Idempotent."""
+        ``shutdown_timeout`` seconds, close the rest, and join every thread. Idempotent; the
+        server can then be started again (on the same requested port)."""
         httpd = self._httpd
         if httpd is None or self._stop.is_set():
             return
@@ -571,6 +572,12 @@ class WebhookServer:
         for thread in self._threads:
             thread.join()
         self._serving.clear()
+        # Ready for another start() (a Manager that is started again restarts its servers).
+        with self._lock:
+            self._threads = []
+            self._httpd = None
+            self._stop = threading.Event()
+            self._stopping = threading.Event()
         logger.info("webhook server: stopped")
 
     def _snapshot_connection_threads(self) -> list[threading.Thread]:
