@@ -37,7 +37,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("informer", ["informers.shared_informer", "informers.factory"]),
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
                  "informers.controllerutil"]),
-    ("process", ["informers.manager", "informers.health_server", "informers.signals"]),
+    ("process", ["informers.manager", "informers.health_server", "informers.signals",
+                 "informers.crdgen"]),
     ("test server", ["informers.testing"]),
     ("package root", ["informers"]),
 ]

@@ -1,0 +1,27 @@
+"""CRDs, RBAC and ValidatingAdmissionPolicies generated from Python types: the project's
+``controller-gen``.
+
+Mark a ``TypedDict`` or dataclass with :func:`custom_resource` and its fields with the
+markers of :mod:`informers.crdgen.markers` in ``typing.Annotated``; :func:`crd` makes the
+``apiextensions.k8s.io/v1`` CustomResourceDefinition, :func:`validating_admission_policy`
+the policy of its CEL rules, :func:`cluster_role` the RBAC of a Manager; the
+``informers-gen`` command (:mod:`informers.crdgen.command`) writes them as YAML files.
+"""
+
+from informers.crdgen.crd import crd, crds
+from informers.crdgen.errors import (
+    GenerationError,
+    ResourceDefinitionError,
+    RuleCompileError,
+    SchemaError,
+)
+from informers.crdgen.markers import schema
+from informers.crdgen.policy import validating_admission_policy
+from informers.crdgen.rbac import PolicyRule, cluster_role, namespaced_roles, rbac
+from informers.crdgen.resource import PrinterColumn, Scale, custom_resource
+
+__all__ = [
+    "GenerationError", "PolicyRule", "PrinterColumn", "ResourceDefinitionError",
+    "RuleCompileError", "Scale", "SchemaError", "cluster_role", "crd", "crds",
+    "custom_resource", "namespaced_roles", "rbac", "schema", "validating_admission_policy",
+]
