@@ -17,11 +17,11 @@ from informers.crdgen.errors import (
 )
 from informers.crdgen.markers import schema
 from informers.crdgen.policy import validating_admission_policy
-from informers.crdgen.rbac import PolicyRule, cluster_role, namespaced_roles, rbac
+from informers.crdgen.rbac import PolicyRule, cluster_role, rbac, roles
 from informers.crdgen.resource import PrinterColumn, Scale, custom_resource
 
 __all__ = [
     "GenerationError", "PolicyRule", "PrinterColumn", "ResourceDefinitionError",
     "RuleCompileError", "Scale", "SchemaError", "cluster_role", "crd", "crds",
-    "custom_resource", "namespaced_roles", "rbac", "schema", "validating_admission_policy",
+    "custom_resource", "rbac", "roles", "schema", "validating_admission_policy",
 ]

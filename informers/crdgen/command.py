@@ -37,17 +37,18 @@ import yaml
 from informers.crdgen.crd import crds
 from informers.crdgen.errors import GenerationError
 from informers.crdgen.policy import validating_admission_policy
-from informers.crdgen.rbac import cluster_role, namespaced_roles
+from informers.crdgen.rbac import roles
 
 __all__ = ["dump_yaml", "load_modules", "main", "render"]
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block literals for multi-line strings (as controller-gen writes descriptions)."""
+    """Block literals for multi-line strings and ``""`` for the empty string, as
+    controller-gen (go-yaml) writes them."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
+    style = "|" if "\n" in value else '"' if not value else None  # go-yaml writes ""
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -129,9 +130,7 @@ def render(args: argparse.Namespace) -> dict[str, str]:
                 files[f"{spec['group']}_{spec['names']['plural']}.yaml"] = dump_yaml(docs)
     else:
         manager = _load_manager(args.manager) if args.manager else None
-        docs = [cluster_role(args.role_name, manager, declared=modules),
-                *namespaced_roles(args.role_name, manager, declared=modules)]
-        files["role.yaml"] = dump_yaml(docs)
+        files["role.yaml"] = dump_yaml(roles(args.role_name, manager, declared=modules))
     return files
 
 

@@ -9,10 +9,9 @@ one group and kind into one CRD, as controller-gen's ``pkg/crd/spec.go`` does:
   kube-apiserver allows nothing else about ``metadata`` than ``name`` and ``generateName``
   restrictions (``apiextensions/validation/validation.go``), and controller-gen writes
   exactly this;
-* versions are ordered by Kubernetes' version priority (``v1`` before ``v1beta1`` before
-  ``v1alpha1``: apimachinery ``version.CompareKubeAwareVersionStrings``), so the output
-  does not depend on import order;
-* exactly one version is the storage version; a single version is it by default.
+* versions are ordered by name, so the output does not depend on import order, and a
+  single version is the storage version (controller-gen ``spec.go`` ``NeedCRDFor``);
+* exactly one version is the storage version and at least one is served.
 
 Every check kube-apiserver would make later is made here first with the class and field
 named: two storage versions, none, one version declared twice, versions that disagree on
@@ -21,7 +20,6 @@ names or scope, printer columns, selectable fields and scale paths that name no 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,8 +28,7 @@ from informers.crdgen.errors import ResourceDefinitionError
 from informers.crdgen.resource import CustomResource, resource_of
 from informers.crdgen.schema import apply_markers, object_schema, type_doc
 
-__all__ = ["API_VERSION_DESCRIPTION", "KIND_DESCRIPTION", "crd", "crds", "root_schema",
-           "version_priority"]
+__all__ = ["API_VERSION_DESCRIPTION", "KIND_DESCRIPTION", "crd", "crds", "root_schema"]
 
 API_VERSION_DESCRIPTION = (
     "APIVersion defines the versioned schema of this representation of an object.\n"
@@ -51,19 +48,6 @@ KIND_DESCRIPTION = (
 """``metav1.TypeMeta.Kind``'s doc comment, as controller-gen writes it."""
 
 _FIXED = frozenset({"apiVersion", "kind", "metadata"})
-_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
-
-
-def version_priority(name: str) -> tuple[int, int, int, str]:
-    """A sort key putting higher-priority versions first (apimachinery
-    ``CompareKubeAwareVersionStrings``: GA, then beta, then alpha, higher numbers first,
-    then names that are not Kubernetes versions, alphabetically)."""
-    match = _VERSION.match(name)
-    if match is None:
-        return (3, 0, 0, name)
-    major, level, minor = match.groups()
-    rank = {None: 0, "beta": 1, "alpha": 2}[level]
-    return (rank, -int(major), -int(minor or 0), name)
 
 
 def root_schema(cls: type) -> dict[str, Any]:
@@ -195,8 +179,11 @@ def crd(*classes: type, conversion: dict[str, Any] | None = None) -> dict[str, A
                 f"{first.crd_name}: version {res.version} is declared twice "
                 f"({seen[res.version]} and {res.cls.__name__})")
         seen[res.version] = res.cls.__name__
-    found.sort(key=lambda r: version_priority(r.version))
+    found.sort(key=lambda r: r.version)
     storage = _storage(found, first.crd_name)
+    if not any(r.served for r in found):
+        raise ResourceDefinitionError(
+            f"{first.crd_name}: no version is served (custom_resource(served=True))")
     names_json: dict[str, Any] = {"kind": first.kind, "listKind": first.list_kind,
                                   "plural": first.plural, "singular": first.singular}
     if first.short_names:

@@ -14,21 +14,22 @@ Two sources, merged:
   requests (kubebuilder's ``+kubebuilder:rbac:groups=...,resources=...,verbs=...``): the
   writes of a :class:`~informers.client.Client` cannot be known before they are made.
 
-Rules are normalized as controller-gen does: verbs per (group, resource, resource names)
-are merged, resources of one group with the same verbs share a rule, verbs and resources
-are sorted, rules are ordered by group then resources, so the output is stable.
+Rules are normalized as controller-gen does (:func:`normalize`), and :func:`roles` makes the
+ClusterRole and one Role per namespace as controller-gen's ``GenerateRoles``: the output
+is stable whatever the order of the declarations.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
-__all__ = ["EVENTS_RULE", "PolicyRule", "cluster_role", "declared_rules",
-           "leader_election_role", "manager_rules", "namespaced_roles", "normalize", "rbac"]
+__all__ = ["EVENTS_RULE", "PolicyRule", "cluster_role", "declared_rules", "manager_rules",
+           "normalize", "rbac", "roles"]
 
 _RULES_ATTR = "__rbac_rules__"
 _READ = ("get", "list", "watch")
@@ -39,15 +40,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class PolicyRule:
-    """One ``rbac.authorization.k8s.io/v1`` PolicyRule.
+    """One ``rbac.authorization.k8s.io/v1`` PolicyRule (controller-gen's ``rbac.Rule``).
 
     Attributes:
-        api_groups: API groups (``""`` the core group).
+        api_groups: API groups (``""`` or ``"core"``: the core group).
         resources: resources, ``"deployments"`` or subresources ``"websites/status"``.
         verbs: ``get``, ``list``, ``watch``, ``create``, ``update``, ``patch``, ``delete``,
             ``deletecollection`` or ``*``.
-        resource_names: restrict to these object names (empty: all).
-        namespace: for :func:`rbac` declarations, the namespace of a ``Role`` instead of the
+        resource_names: restrict to these object names (empty: all; a ``create`` cannot be
+            restricted by name, the name is not known when it is authorized).
+        urls: non-resource URLs (``nonResourceURLs``, ClusterRole only).
+        namespace: the namespace of a ``Role`` holding the rule instead of the
             ``ClusterRole`` (kubebuilder's ``namespace=``); ``None`` for the ClusterRole.
     """
 
@@ -55,13 +58,17 @@ class PolicyRule:
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
     resource_names: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
     namespace: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"apiGroups": list(self.api_groups),
-                               "resources": list(self.resources), "verbs": list(self.verbs)}
-        if self.resource_names:
-            out["resourceNames"] = list(self.resource_names)
+        """The rule as RBAC JSON (empty fields left out, as Go's ``omitempty``)."""
+        out: dict[str, Any] = {"verbs": list(self.verbs)}
+        for key, value in (("apiGroups", self.api_groups), ("resources", self.resources),
+                           ("resourceNames", self.resource_names),
+                           ("nonResourceURLs", self.urls)):
+            if value:
+                out[key] = list(value)
         return out
 
 
@@ -74,11 +81,12 @@ def _names(value: str | Iterable[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def rbac(*, groups: str | Iterable[str], resources: str | Iterable[str],
-         verbs: str | Iterable[str], resource_names: Iterable[str] = (),
-         namespace: str | None = None) -> Callable[[T], T]:
+def rbac(*, groups: str | Iterable[str] = (), resources: str | Iterable[str] = (),
+         verbs: str | Iterable[str], resource_names: str | Iterable[str] = (),
+         urls: str | Iterable[str] = (), namespace: str | None = None) -> Callable[[T], T]:
     """Declare that the decorated reconciler, function or class makes these requests
-    (``+kubebuilder:rbac``). Stacks. ``groups=""`` is the core group.
+    (``+kubebuilder:rbac:groups=...,resources=...,verbs=...``). Stacks. ``groups=""`` (or
+    ``"core"``) is the core group; ``namespace`` puts the rule in a Role of that namespace.
 
     Example::
 
@@ -87,7 +95,7 @@ def rbac(*, groups: str | Iterable[str], resources: str | Iterable[str],
         class WebsiteReconciler: ...
     """
     rule = PolicyRule(_names(groups), _names(resources), _names(verbs),
-                      tuple(resource_names), namespace)
+                      _names(resource_names), _names(urls), namespace)
 
     def decorate(obj: T) -> T:
         previous: tuple[PolicyRule, ...] = getattr(obj, _RULES_ATTR, ())
@@ -133,50 +141,80 @@ def manager_rules(manager: Any) -> list[PolicyRule]:
     return rules
 
 
+def _sorted(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(values)))
+
+
 def normalize(rules: Iterable[PolicyRule]) -> list[PolicyRule]:
-    """Merge and sort ``rules`` (see the module docstring); ``namespace`` is dropped."""
-    verbs: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
-    for rule in rules:
-        for group in rule.api_groups:
-            for resource in rule.resources:
-                key = (group, resource, tuple(sorted(rule.resource_names)))
-                verbs.setdefault(key, set()).update(rule.verbs)
-    merged: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
-    for (group, resource, names), found in verbs.items():
-        final = ("*",) if "*" in found else tuple(sorted(found))
-        merged.setdefault((group, final, names), []).append(resource)
-    out = [PolicyRule((group,), tuple(sorted(resources)), final, names)
-           for (group, final, names), resources in merged.items()]
-    return sorted(out, key=lambda r: (r.api_groups, r.resources, r.resource_names, r.verbs))
+    """Merge and sort ``rules`` as controller-gen's ``GenerateRoles`` ``NormalizeRules``
+    (``pkg/rbac/parser.go``): ``core`` is the ``""`` group; every field is deduplicated and
+    sorted; rules with the same groups, resources, names and URLs merge their verbs; then
+    rules differing only in resources merge them, then only in groups, then only in URLs;
+    verbs with ``*`` become ``["*"]``; rules are ordered by ``groups + resources + names +
+    URLs`` (each joined with ``&``). ``namespace`` is dropped."""
+    split: list[PolicyRule] = []
+    for rule in rules:  # one rule per resource, as controller-gen collects them
+        groups = _sorted("" if g == "core" else g for g in rule.api_groups)
+        for resource in rule.resources or ("",):
+            split.append(PolicyRule(groups, (resource,) if resource else (), _sorted(rule.verbs),
+                                    _sorted(rule.resource_names), _sorted(rule.urls)))
+
+    def key(r: PolicyRule) -> tuple[tuple[str, ...], ...]:
+        return (r.api_groups, r.resources, r.resource_names, r.urls)
+
+    by_key: dict[tuple[tuple[str, ...], ...], PolicyRule] = {}
+    for rule in split:
+        old = by_key.get(key(rule))
+        by_key[key(rule)] = rule if old is None else PolicyRule(
+            rule.api_groups, rule.resources, _sorted(old.verbs + rule.verbs),
+            rule.resource_names, rule.urls)
+    merged = list(by_key.values())
+    for field in ("resources", "api_groups", "urls"):
+        buckets: dict[tuple[Any, ...], PolicyRule] = {}
+        for rule in merged:
+            rest = tuple(getattr(rule, f) for f in ("api_groups", "resources",
+                                                     "resource_names", "urls", "verbs")
+                         if f != field)
+            old = buckets.get(rest)
+            if old is None:
+                buckets[rest] = rule
+            else:
+                joined: Any = _sorted(getattr(old, field) + getattr(rule, field))
+                buckets[rest] = dataclasses.replace(old, **{field: joined})
+        merged = list(buckets.values())
+    merged = [dataclasses.replace(r, verbs=("*",)) if "*" in r.verbs else r for r in merged]
+
+    def order(r: PolicyRule) -> str:
+        return " + ".join("&".join(v) for v in key(r))
+
+    return sorted(merged, key=order)
+
+
+def roles(name: str, manager: Any = None, *, declared: Iterable[Any] = (),
+          rules: Iterable[PolicyRule] = ()) -> list[dict[str, Any]]:
+    """The ``ClusterRole`` ``name`` and a ``Role`` ``name`` per namespace, with the rules of
+    ``manager`` (:func:`manager_rules`), the :func:`rbac` declarations on ``declared``
+    (objects or modules) and ``rules`` (e.g. :data:`EVENTS_RULE`); the ClusterRole first,
+    the Roles by namespace, a role without rules left out (controller-gen
+    ``GenerateRoles``)."""
+    found = [*(manager_rules(manager) if manager is not None else []),
+             *declared_rules(*declared), *rules]
+    out = []
+    for ns in sorted({r.namespace or "" for r in found}):
+        normalized = [r.to_json() for r in normalize(x for x in found
+                                                     if (x.namespace or "") == ns)]
+        meta = {"name": name, "namespace": ns} if ns else {"name": name}
+        out.append({"apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "Role" if ns else "ClusterRole", "metadata": meta,
+                    "rules": normalized})
+    return out
 
 
 def cluster_role(name: str, manager: Any = None, *, declared: Iterable[Any] = (),
                  rules: Iterable[PolicyRule] = ()) -> dict[str, Any]:
-    """The ``ClusterRole`` ``name`` with the cluster-wide rules of ``manager``
-    (:func:`manager_rules`), of the :func:`rbac` declarations on ``declared`` (objects or
-    modules) and of ``rules`` (e.g. :data:`EVENTS_RULE`)."""
-    found = [*(manager_rules(manager) if manager is not None else []),
-             *declared_rules(*declared), *rules]
+    """The ``ClusterRole`` of :func:`roles` (with no rules when there are none)."""
+    for role in roles(name, manager, declared=declared, rules=rules):
+        if role["kind"] == "ClusterRole":
+            return role
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [r.to_json() for r in normalize(r for r in found if r.namespace is None)]}
-
-
-def namespaced_roles(name: str, manager: Any = None, *, declared: Iterable[Any] = (),
-                     rules: Iterable[PolicyRule] = ()) -> list[dict[str, Any]]:
-    """One ``Role`` per namespace named by the rules of ``manager`` (its leader election),
-    of ``declared`` and ``rules`` (those with a ``namespace``), ordered by namespace."""
-    found = [*(manager_rules(manager) if manager is not None else []),
-             *declared_rules(*declared), *rules]
-    namespaces = sorted({r.namespace for r in found if r.namespace is not None})
-    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": {"name": name, "namespace": ns},
-             "rules": [r.to_json() for r in normalize(r for r in found if r.namespace == ns)]}
-            for ns in namespaces]
-
-
-def leader_election_role(name: str, manager: Any) -> dict[str, Any] | None:
-    """The ``Role`` of ``manager``'s leader election (``None`` without it): kubebuilder's
-    ``leader_election_role.yaml``, limited to the requests the lease lock makes."""
-    roles = namespaced_roles(name, manager)
-    return roles[0] if roles else None
+            "metadata": {"name": name}, "rules": []}
