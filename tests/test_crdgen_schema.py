@@ -240,3 +240,21 @@ def test_an_annotation_that_does_not_resolve_is_an_error():
         type_schema(Unresolved, "T.spec")
     assert str(caught.value) == ("T.spec: cannot resolve the annotations of Unresolved: "
                                  "name 'NoSuchType' is not defined")
+
+
+class _Base(TypedDict):
+    name: str
+    """The name, documented in the base."""
+
+
+class Derived(_Base, total=False):
+    extra: int
+    """Documented here."""
+
+
+def test_base_class_fields_keep_their_docstrings_and_requiredness():
+    assert object_schema(Derived, "T") == {
+        "type": "object", "required": ["name"],
+        "properties": {"name": {"description": "The name, documented in the base.",
+                                "type": "string"},
+                       "extra": {"description": "Documented here.", "type": "integer"}}}

@@ -5,6 +5,10 @@ The project's ``controller-gen``::
     informers-gen crd --module my_operator.api --out config/crd/
     informers-gen rbac --manager my_operator.main:build_manager --module my_operator.controller \\
         --role-name my-operator --out config/rbac/
+
+``--manager module:function`` names a function that takes an API client and returns the
+operator's (unstarted) Manager; it is called with an
+:class:`~informers.crdgen.rbac.OfflineApiClient`, which refuses any request.
     informers-gen policy --module my_operator.api --out config/policy/
 
 ``--module`` takes a dotted module name (importable from the current directory), a ``.py``
@@ -37,7 +41,7 @@ import yaml
 from informers.crdgen.crd import crds
 from informers.crdgen.errors import GenerationError
 from informers.crdgen.policy import validating_admission_policy
-from informers.crdgen.rbac import roles
+from informers.crdgen.rbac import OfflineApiClient, roles
 
 __all__ = ["dump_yaml", "load_modules", "main", "render"]
 
@@ -73,6 +77,9 @@ def _import_path(path: Path) -> ModuleType:
         spec = importlib.util.spec_from_file_location(path.stem, path)
     if spec is None or spec.loader is None:
         raise GenerationError(f"{path}: not a Python module or package")
+    loaded = sys.modules.get(spec.name)
+    if loaded is not None and getattr(loaded, "__file__", None) == spec.origin:
+        return loaded  # already imported from this file (e.g. by --manager)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -111,7 +118,7 @@ def _load_manager(ref: str) -> Any:
     if not attr:
         raise GenerationError(f"--manager {ref!r}: expected module:function")
     module = load_modules([module_name])[0]
-    return getattr(module, attr)()
+    return getattr(module, attr)(OfflineApiClient())
 
 
 def render(args: argparse.Namespace) -> dict[str, str]:

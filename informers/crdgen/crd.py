@@ -76,9 +76,10 @@ def root_schema(cls: type) -> dict[str, Any]:
 
 
 def _has_path(schema: dict[str, Any], path: str) -> bool:
-    """Whether a simple JSON path (``.spec.replicas``) names a field of ``schema``."""
+    """Whether the simple part of a JSON path (``.spec.replicas``; up to the first ``[`` of
+    ``.status.conditions[?(@.type=="Ready")].status``) names a field of ``schema``."""
     node: Any = schema
-    for part in path.lstrip(".").split("."):
+    for part in path.split("[", 1)[0].lstrip(".").split("."):
         if not isinstance(node, dict):
             return False
         if node.get("x-kubernetes-preserve-unknown-fields"):
@@ -96,7 +97,9 @@ def _version(res: CustomResource, storage: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": res.version, "served": res.served, "storage": storage,
                              "schema": {"openAPIV3Schema": schema}}
     for column in res.printer_columns:
-        if not _has_path(schema, column.json_path):
+        # every object has the ObjectMeta fields, which the schema does not spell out
+        if not column.json_path.startswith(".metadata.") and not _has_path(
+                schema, column.json_path):
             raise ResourceDefinitionError(
                 f"{where}: printer column {column.name!r} names {column.json_path}, "
                 "which is not a field")

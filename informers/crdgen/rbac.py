@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
-__all__ = ["EVENTS_RULE", "PolicyRule", "cluster_role", "declared_rules", "manager_rules",
-           "normalize", "rbac", "roles"]
+from informers.crdgen.errors import GenerationError
+
+__all__ = ["EVENTS_RULE", "OfflineApiClient", "PolicyRule", "cluster_role", "declared_rules",
+           "manager_rules", "normalize", "rbac", "roles"]
 
 _RULES_ATTR = "__rbac_rules__"
 _READ = ("get", "list", "watch")
@@ -70,6 +72,18 @@ class PolicyRule:
             if value:
                 out[key] = list(value)
         return out
+
+
+class OfflineApiClient:
+    """An API client that refuses every use: it lets a :class:`~informers.manager.Manager`
+    (with leader election, which needs a client) be built only to be read by
+    :func:`manager_rules`, without a cluster. ``informers-gen rbac --manager
+    module:function`` calls ``function(OfflineApiClient())``."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise GenerationError(
+            f"api_client.{name}: this Manager was built for RBAC generation, without a "
+            "cluster; it cannot be started")
 
 
 EVENTS_RULE = PolicyRule(("",), ("events",), ("create", "patch"))

@@ -47,6 +47,7 @@ import importlib
 import inspect
 import itertools
 import re
+import sys
 import textwrap
 import types
 import typing
@@ -114,25 +115,35 @@ def type_doc(tp: Any) -> str | None:
 
 def field_docstrings(cls: type) -> dict[str, str]:
     """The attribute docstrings of ``cls``'s fields: a string literal right after an
-    annotated field in the class body (PEP 257's "attribute docstrings"); empty when the
-    source is not available."""
+    annotated field in the class body (PEP 257's "attribute docstrings"), its bases' too
+    (named in the class statement: Python 3.11's TypedDicts keep no reference to them);
+    none where the source is not available."""
+    node = _class_def(cls)
+    if node is None:
+        return {}
+    found: dict[str, str] = {}
+    namespace = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    for base in node.bases:
+        resolved = namespace.get(base.id) if isinstance(base, ast.Name) else None
+        if isinstance(resolved, type) and resolved is not cls and is_object_type(resolved):
+            found.update(field_docstrings(resolved))
+    for here, after in itertools.pairwise(node.body):
+        if (isinstance(here, ast.AnnAssign) and isinstance(here.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            found[here.target.id] = inspect.cleandoc(after.value.value)
+    return found
+
+
+def _class_def(cls: type) -> ast.ClassDef | None:
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
-        return {}
-    tree = ast.parse(source)
-    found: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.ClassDef) and node.name == cls.__name__):
-            continue
-        body = node.body
-        for here, after in itertools.pairwise(body):
-            if (isinstance(here, ast.AnnAssign) and isinstance(here.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
-                found[here.target.id] = inspect.cleandoc(after.value.value)
-        break
-    return found
+        return None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+            return node
+    return None
 
 
 def _split(tp: Any) -> tuple[Any, list[m.Marker]]:
