@@ -11,6 +11,7 @@ uses its own API group, binds its policy to its own namespace, and deletes what 
 from __future__ import annotations
 
 import copy
+import datetime
 import enum
 import json
 import secrets
@@ -21,6 +22,7 @@ import pytest
 from test_testing_crds import CRDS, call, install, ok, uninstall
 
 from informers.crdgen import PrinterColumn, Scale, crd, custom_resource, schema
+from informers.crdgen import markers as m
 from informers.crdgen.command import dump_yaml
 from informers.crdgen.markers import (
     Default,
@@ -72,6 +74,71 @@ class Gadget(TypedDict):
 
     spec: GadgetSpec
     status: NotRequired[GadgetStatus]
+
+
+class Port(TypedDict):
+    name: str
+    port: Annotated[int, Minimum(1), Maximum(65535)]
+
+
+class EveryMarker(TypedDict, total=False):
+    """One field per marker and type: kube-apiserver must accept them all."""
+
+    text: Annotated[str, m.Description("text"), m.MinLength(1), m.MaxLength(9),
+                    m.Pattern("^[a-z]+$"), m.Default("abc")]
+    number: Annotated[float, m.Minimum(0), m.ExclusiveMinimum(), m.Maximum(1),
+                      m.ExclusiveMaximum()]
+    count: Annotated[int, m.Enum(1, 2, 3)]
+    when: datetime.datetime
+    day: datetime.date
+    blob: bytes
+    uri: Annotated[str, m.Format("uri")]
+    flag: bool
+    mode: Literal["a", "b"]
+    tier: Tier
+    nothing: Annotated[str, m.Nullable()]
+    port: int | str
+    other: Annotated[str, m.IntOrString()]
+    free: dict[str, Any]
+    anything: Any
+    kept: Annotated[Port, m.PreserveUnknownFields()]
+    embedded: Annotated[dict[str, Any], m.EmbeddedResource()]
+    tags: Annotated[list[str], m.UniqueItems(), m.MinItems(1), m.MaxItems(5)]
+    atomic: Annotated[list[int], m.ListType("atomic")]
+    ports: Annotated[list[Port], m.ListType("map"), m.ListMapKeys("name")]
+    labels: Annotated[dict[str, str], m.MapType("atomic"), m.MinProperties(1),
+                      m.MaxProperties(3)]
+    grows: Annotated[int, m.XValidation("self >= oldSelf", message="may only grow",
+                                        reason="FieldValueForbidden")]
+    # (kube-apiserver estimates 'got ' + string(self) over its cost budget)
+    positive: Annotated[int, m.XValidation("self > 0", message_expression="'must be > 0'")]
+
+
+@custom_resource(group="crdgen.example.com", version="v1", scope="Cluster")
+class Everything(TypedDict):
+    spec: EveryMarker
+
+
+def test_a_crd_with_every_marker_is_accepted(any_api_server):
+    s = any_api_server
+    group = f"t{secrets.token_hex(4)}.crdgen.example.com"
+    made = crd(Everything)
+    made["spec"]["group"] = group
+    made["metadata"]["name"] = f"everythings.{group}"
+    install(s, made)
+    try:
+        stored = ok(s, "GET", f"{CRDS}/everythings.{group}")
+        assert stored["spec"]["versions"][0]["schema"] == made["spec"]["versions"][0]["schema"]
+        created = ok(s, "POST", f"/apis/{group}/v1/everythings", {
+            "apiVersion": f"{group}/v1", "kind": "Everything", "metadata": {"name": "e"},
+            "spec": {"port": "http", "other": 8, "kept": {"name": "a", "port": 1, "x": 1},
+                     "embedded": {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "c"}}}})
+        assert created["spec"] == {
+            "text": "abc", "port": "http", "other": 8, "kept": {"name": "a", "port": 1, "x": 1},
+            "embedded": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}}
+    finally:
+        uninstall(s, made["metadata"]["name"])
 
 
 def gadget_crd() -> tuple[dict[str, Any], str]:

@@ -32,9 +32,13 @@ Descriptions come from :class:`~.markers.Description`, else the field's attribut
 type's docstring. Anything else (``set``, ``tuple``, other unions, classes that are neither
 ``TypedDict`` nor dataclass) raises :class:`~.errors.SchemaError` naming the field.
 
-Every ``x-kubernetes-validations`` rule is compiled with the ``common-expression-language``
-package (the ``cel`` extra) when it is installed, as kube-apiserver compiles them when the
-CRD is written; a rule that does not compile raises :class:`~.errors.RuleCompileError`.
+Every ``x-kubernetes-validations`` rule (and message expression) is parsed with the
+``common-expression-language`` package (the ``cel`` extra) when it is installed, as
+kube-apiserver compiles them when the CRD is written; a rule that does not parse raises
+:class:`~.errors.RuleCompileError`. That package neither type-checks nor estimates cost:
+a rule naming a field that does not exist, or one kube-apiserver estimates over its cost
+budget (``apiextensions-apiserver`` ``schema/cel/compilation.go``: unbounded strings and
+lists; add ``MaxLength``/``MaxItems``), is refused only when the CRD is created.
 """
 
 from __future__ import annotations
