@@ -323,7 +323,25 @@ def test_leader_election_is_a_role_in_the_leases_namespace():
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": "my-operator", "namespace": "operators"},
          "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                    "verbs": ["create", "get", "update"]}]},
+                    "verbs": ["create"]},
+                   {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["my-operator"],
+                    "resources": ["leases"], "verbs": ["get", "update"]}]},
+    ]
+
+
+def test_a_namespaced_factory_reads_in_a_role_of_its_namespace():
+    manager = Manager(factory=SharedInformerFactory(object(), namespace="team-a"))
+    manager.factory.core().v1().pods().informer()
+    manager.factory.core().v1().nodes().informer()
+    assert roles("reader", manager) == [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "reader"},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"],
+                    "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "reader", "namespace": "team-a"},
+         "rules": [{"apiGroups": [""], "resources": ["pods"],
+                    "verbs": ["get", "list", "watch"]}]},
     ]
 
 

@@ -52,8 +52,9 @@ def test_the_rbac_of_the_operator():
          "verbs": ["patch"]}]
     assert (leases["kind"], leases["metadata"], leases["rules"]) == (
         "Role", {"name": "website-operator", "namespace": "website-operator-system"},
-        [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-          "verbs": ["create", "get", "update"]}])
+        [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+         {"apiGroups": ["coordination.k8s.io"], "resourceNames": ["website-operator"],
+          "resources": ["leases"], "verbs": ["get", "update"]}])
 
 
 def example_crd() -> tuple[dict, str]:
@@ -123,3 +124,24 @@ def test_the_demo_runs_on_the_embedded_server(capsys):
         "refused Website default/big: Invalid value: free websites run at most 3 replicas",
         "status: 1 replica(s), selector app.kubernetes.io/name=demo, Ready=True",
     ]
+
+
+@pytest.mark.real_apiserver
+def test_the_generated_roles_are_valid_rbac_objects(real_api_server):
+    """(kube-apiserver only: the embedded server serves no RBAC.)"""
+    from servers import RealServer
+
+    s = RealServer(real_api_server)
+    role, leases = load_all_yaml((EXAMPLE / "config" / "rbac" / "role.yaml").read_text())
+    name = f"website-operator-{secrets.token_hex(4)}"
+    role["metadata"]["name"] = leases["metadata"]["name"] = name
+    leases["metadata"]["namespace"] = s.namespace
+    cluster_roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    try:
+        assert ok(s, "POST", cluster_roles, role)["rules"] == role["rules"]
+        made = ok(s, "POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{s.namespace}/roles",
+                  leases)
+        assert made["rules"] == leases["rules"]
+    finally:
+        call(s, "DELETE", f"{cluster_roles}/{name}")
+        s.close()

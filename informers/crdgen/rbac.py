@@ -6,10 +6,12 @@ Two sources, merged:
 * **introspected** from the manager: every informer its factory was asked for (by
   :class:`~informers.controller.ControllerBuilder` ``for_``/``owns``/``watches`` or by hand)
   needs ``get``, ``list`` and ``watch`` on its resource (the informer lists and watches; a
-  reconcile may ``get`` what it read, as controller-gen users declare); leader election needs
-  ``get``, ``create`` and ``update`` on Leases in the lease's namespace (the requests
-  :class:`~informers.leaderelection.LeaseLock` makes), and ``create``/``patch`` on Events
-  when the lock has an event recorder;
+  reconcile may ``get`` what it read, as controller-gen users declare), in a Role of the
+  factory's namespace when it has one (for namespaced resources); leader election needs, in
+  the lease's namespace, ``create`` on Leases and ``get`` and ``update`` on the one Lease
+  (the requests :class:`~informers.leaderelection.LeaseLock` makes; a create cannot be
+  limited to a name, which is not known when it is authorized), and ``create``/``patch`` on
+  Events when the lock has an event recorder;
 * **declared** with :func:`rbac` on the reconciler, function or class that makes the
   requests (kubebuilder's ``+kubebuilder:rbac:groups=...,resources=...,verbs=...``): the
   writes of a :class:`~informers.client.Client` cannot be known before they are made.
@@ -35,7 +37,6 @@ __all__ = ["EVENTS_RULE", "OfflineApiClient", "PolicyRule", "cluster_role", "dec
 
 _RULES_ATTR = "__rbac_rules__"
 _READ = ("get", "list", "watch")
-_LEASE_VERBS = ("create", "get", "update")
 
 T = TypeVar("T")
 
@@ -137,17 +138,20 @@ def declared_rules(*sources: Any) -> list[PolicyRule]:
 
 
 def manager_rules(manager: Any) -> list[PolicyRule]:
-    """What ``manager``'s informers need (cluster-wide: ``get``, ``list``, ``watch``) and,
-    with ``namespace`` set, what its leader election needs in the lease's namespace."""
+    """What ``manager``'s informers and leader election need (see the module docstring);
+    rules with a ``namespace`` belong in a Role of that namespace."""
     rules: list[PolicyRule] = []
     factory = getattr(manager, "factory", None)
     if factory is not None:
         for res in factory.resources():
-            rules.append(PolicyRule((res.group,), (res.plural,), _READ))
+            namespace = factory.namespace if res.namespaced else None
+            rules.append(PolicyRule((res.group,), (res.plural,), _READ, namespace=namespace))
     elector = getattr(manager, "elector", None)
     if elector is not None:
         lock = elector.lock
-        rules.append(PolicyRule(("coordination.k8s.io",), ("leases",), _LEASE_VERBS,
+        leases = (("coordination.k8s.io",), ("leases",))
+        rules.append(PolicyRule(*leases, ("create",), namespace=lock.namespace))
+        rules.append(PolicyRule(*leases, ("get", "update"), resource_names=(lock.name,),
                                 namespace=lock.namespace))
         if getattr(lock, "event_recorder", None) is not None:
             rules.append(PolicyRule(EVENTS_RULE.api_groups, EVENTS_RULE.resources,
