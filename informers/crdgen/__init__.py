@@ -6,6 +6,10 @@ markers of :mod:`informers.crdgen.markers` in ``typing.Annotated``; :func:`crd` 
 ``apiextensions.k8s.io/v1`` CustomResourceDefinition, :func:`validating_admission_policy`
 the policy of its CEL rules, :func:`cluster_role` the RBAC of a Manager; the
 ``informers-gen`` command (:mod:`informers.crdgen.command`) writes them as YAML files.
+
+Generation reads the types and returns new dicts: no I/O (the command aside), no global
+state, safe from any thread. The decorators record what they are given on the class
+(``__crd_resource__``, ``__crd_markers__``, ``__rbac_rules__``).
 """
 
 from informers.crdgen.crd import crd, crds
