@@ -231,6 +231,18 @@ def test_a_rule_that_does_not_compile_names_the_field_and_the_rule():
     assert str(caught.value) == "Widget.spec.size: an XValidation rule is empty"
 
 
+class Tree(TypedDict):
+    children: list[Tree]
+
+
+def test_a_recursive_type_is_an_error():
+    with pytest.raises(SchemaError) as caught:
+        type_schema(Tree, "T.spec")
+    assert str(caught.value) == (
+        "T.spec.children[]: Tree contains itself: a structural schema cannot be recursive "
+        "(use dict[str, Any] at the recursion)")
+
+
 class Unresolved(TypedDict):
     x: NoSuchType  # type: ignore[name-defined]  # noqa: F821
 

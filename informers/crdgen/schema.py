@@ -109,6 +109,8 @@ def json_name(name: str) -> str:
 
 
 def type_doc(tp: Any) -> str | None:
+    """The docstring of a class (cleaned), ``None`` without one (the signature a dataclass
+    gets as its ``__doc__`` does not count)."""
     doc = vars(tp).get("__doc__") if isinstance(tp, type) else None
     if not isinstance(doc, str) or not doc.strip():
         return None
@@ -192,14 +194,16 @@ def _enum_schema(values: Sequence[Any], where: str) -> dict[str, Any]:
     return {"type": base, "enum": list(values)}
 
 
-def type_schema(tp: Any, where: str, *, doc: str | None = None) -> dict[str, Any]:
+def type_schema(tp: Any, where: str, *, doc: str | None = None,
+                _within: tuple[type, ...] = ()) -> dict[str, Any]:
     """The schema of annotation ``tp`` at ``where`` (``Kind.spec.field``, for errors).
 
     Raises:
-        SchemaError: an unsupported annotation or a marker that does not fit the type.
+        SchemaError: an unsupported annotation, a recursive type or a marker that does not
+            fit the type.
     """
     inner, _, found = _unwrap_optional(tp)
-    schema = _base_schema(inner, where)
+    schema = _base_schema(inner, where, _within)
     if doc is None and is_object_type(inner):
         doc = type_doc(inner)
     if doc:
@@ -209,7 +213,7 @@ def type_schema(tp: Any, where: str, *, doc: str | None = None) -> dict[str, Any
     return apply_markers(schema, found, where)
 
 
-def _base_schema(tp: Any, where: str) -> dict[str, Any]:
+def _base_schema(tp: Any, where: str, within: tuple[type, ...]) -> dict[str, Any]:
     if tp is Any:
         return {"x-kubernetes-preserve-unknown-fields": True}
     if tp in _SCALARS:
@@ -217,7 +221,10 @@ def _base_schema(tp: Any, where: str) -> dict[str, Any]:
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema(list(tp), where)
     if is_object_type(tp):
-        return object_schema(tp, where)
+        if tp in within:
+            raise SchemaError(f"{where}: {tp.__name__} contains itself: a structural schema "
+                              "cannot be recursive (use dict[str, Any] at the recursion)")
+        return object_schema(tp, where, _within=within)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is Literal:
         return _enum_schema(args, where)
@@ -227,14 +234,15 @@ def _base_schema(tp: Any, where: str) -> dict[str, Any]:
         raise SchemaError(f"{where}: unsupported type annotation {_name(tp)}: a union other "
                           "than 'X | None' or 'int | str' has no structural schema")
     if origin in (list, Sequence) and len(args) == 1:
-        return {"type": "array", "items": type_schema(args[0], f"{where}[]")}
+        return {"type": "array", "items": type_schema(args[0], f"{where}[]", _within=within)}
     if origin in (dict, Mapping) and len(args) == 2:
         if args[0] is not str:
             raise SchemaError(f"{where}: unsupported type annotation {_name(tp)}: "
                               "object keys are strings")
         if args[1] is Any:
             return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        return {"type": "object", "additionalProperties": type_schema(args[1], f"{where}{{}}")}
+        return {"type": "object",
+                "additionalProperties": type_schema(args[1], f"{where}{{}}", _within=within)}
     raise SchemaError(f"{where}: unsupported type annotation {_name(tp)}")
 
 
@@ -270,7 +278,8 @@ def _fields(cls: type, where: str) -> list[tuple[str, str, Any, bool, Any]]:
     return out
 
 
-def object_schema(cls: type, where: str) -> dict[str, Any]:
+def object_schema(cls: type, where: str, *, _within: tuple[type, ...] = ()
+                  ) -> dict[str, Any]:
     """``type: object`` with the properties and required fields of a ``TypedDict`` or
     dataclass."""
     docs = field_docstrings(cls)
@@ -283,7 +292,7 @@ def object_schema(cls: type, where: str) -> dict[str, Any]:
                 key = marker.name
         path = f"{where}.{key}"
         doc = next((x.text for x in found if isinstance(x, m.Description)), docs.get(name))
-        schema = type_schema(tp, path, doc=doc)
+        schema = type_schema(tp, path, doc=doc, _within=(*_within, cls))
         if default is not dataclasses.MISSING and default is not None and "default" not in schema:
             schema["default"] = default.value if isinstance(default, enum.Enum) else default
         if any(isinstance(x, m.Default) for x in found):
