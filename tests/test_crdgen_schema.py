@@ -207,6 +207,11 @@ class Bad(TypedDict):
      "T.spec: map key 'port' must be required or have a default"),
     (Annotated[list[str], m.ListType("map"), m.ListMapKeys("name")],
      "T.spec: map key 'name' must be a scalar field of the items"),
+    (Annotated[list[Item], m.UniqueItems()],
+     'T.spec: the items of a set list (UniqueItems, ListType("set")) must be scalars or '
+     'atomic: add MapType("atomic") to the item type'),
+    (Annotated[list[Annotated[list[int], m.ListType("set")]], m.ListType("set")],
+     "T.spec: the items of a set list must be scalars or atomic lists"),
     (Annotated[int, m.EmbeddedResource()], "T.spec: EmbeddedResource applies to object fields, "
                                            "not integer"),
 ])

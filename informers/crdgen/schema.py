@@ -392,6 +392,8 @@ def apply_markers(schema: dict[str, Any], found: Sequence[m.Marker],
         raise SchemaError(f'{where}: ListMapKeys needs ListType("map")')
     if out.get("x-kubernetes-list-type") == "map":
         _check_map_keys(out, keys, where)
+    if out.get("x-kubernetes-list-type") == "set":
+        _check_set_items(out, where)
     if rules:
         out["x-kubernetes-validations"] = rules
     return out
@@ -410,6 +412,17 @@ def _check_map_keys(schema: dict[str, Any], keys: list[str] | None, where: str) 
             raise SchemaError(f"{where}: map key {key!r} must be a scalar field of the items")
         if key not in (items.get("required") or []) and "default" not in prop:
             raise SchemaError(f"{where}: map key {key!r} must be required or have a default")
+
+
+def _check_set_items(schema: dict[str, Any], where: str) -> None:
+    """kube-apiserver's rule (``validation.go``, ``requireAtomicSetType``): the items of a
+    ``set`` list are scalars, atomic lists or atomic maps."""
+    items = schema.get("items") or {}
+    if items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
+        raise SchemaError(f"{where}: the items of a set list (UniqueItems, ListType(\"set\")) "
+                          "must be scalars or atomic: add MapType(\"atomic\") to the item type")
+    if items.get("type") == "array" and items.get("x-kubernetes-list-type", "atomic") != "atomic":
+        raise SchemaError(f"{where}: the items of a set list must be scalars or atomic lists")
 
 
 def _compile(rule: m.XValidation, where: str) -> None:
