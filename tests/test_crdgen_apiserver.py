@@ -289,3 +289,25 @@ def test_the_generated_policy_rejects_on_the_real_apiserver(real_api_server):
         call(s, "DELETE", f"{vap}/gadgets.{group}")
         uninstall(s, made["metadata"]["name"])
         s.close()
+
+
+def test_the_two_version_cluster_scoped_crd_of_the_unit_tests_is_accepted(any_api_server):
+    """tests/test_crdgen_crd.py's Box: two versions, cluster scope, a rule at the root."""
+    from test_crdgen_crd import BoxV1, BoxV1alpha1
+
+    s = any_api_server
+    group = f"t{secrets.token_hex(4)}.crdgen.example.com"
+    made = crd(BoxV1alpha1, BoxV1)
+    made["spec"]["group"] = group
+    made["metadata"]["name"] = f"boxes.{group}"
+    install(s, made)
+    try:
+        path = f"/apis/{group}/v1/boxes"
+        box = {"apiVersion": f"{group}/v1", "kind": "Box", "metadata": {"name": "b"},
+               "spec": {"size": 1}}
+        assert ok(s, "POST", path, box)["spec"] == {"size": 1}
+        code, answer = call(s, "POST", path, {**box, "metadata": {"name": "b" * 25}})
+        assert (code, causes(answer)) == (422, [("FieldValueInvalid", "<nil>",
+                                                 "Invalid value: name too long")])
+    finally:
+        uninstall(s, made["metadata"]["name"])
