@@ -388,6 +388,12 @@ class SharedInformerFactory:
                 self._resources[key] = res
             return inf
 
+    def resources(self) -> tuple[Resource, ...]:
+        """The resources whose informers were requested so far, in request order (what
+        the factory will list and watch; read by :mod:`informers.crdgen.rbac`)."""
+        with self._lock:
+            return tuple(self._resources.values())
+
     def for_resource(
         self,
         group: str,

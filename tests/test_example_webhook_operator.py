@@ -85,7 +85,7 @@ def _until(fn, timeout: float = 15.0):
 
 
 def test_main_serves_and_demos_the_defaulting_patch(capsys):
-    spec = importlib.util.spec_from_file_location("backup_main", EXAMPLE / "main.py")
+    spec = importlib.util.spec_from_file_location("backup_main", EXAMPLE / "serve_webhooks.py")
     assert spec is not None and spec.loader is not None
     main = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(main)

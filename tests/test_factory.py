@@ -475,3 +475,12 @@ def test_no_stop_watcher_without_a_caller_event(factory, server) -> None:
         "informer-pods", "informer-pods-process", "reflector-pods"}  # pods: until shutdown
     factory.shutdown()
     assert _informer_threads() - before == set()
+
+
+def test_resources_lists_the_requested_informers_in_request_order():
+    factory = SharedInformerFactory(None)
+    assert factory.resources() == ()
+    factory.core().v1().services().informer()
+    factory.informer_for("pods")
+    factory.core().v1().services().informer()  # the same informer: listed once
+    assert factory.resources() == (lookup("services"), lookup("pods"))

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
                  "informers.controllerutil"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals",
-                 "informers.webhook"]),
+                 "informers.webhook", "informers.crdgen"]),
     ("test server", ["informers.testing"]),
     ("package root", ["informers"]),
 ]

@@ -1,73 +1,75 @@
-"""Serves the Backup webhooks (``webhooks.py``) until Ctrl-C or ``--duration``.
+"""Runs the webhook operator's Website controller (``controller.py``) until Ctrl-C or
+``--duration``, on the API of ``api/`` (the CRD in ``config/crd/``, written by
+``informers-gen``).
 
-    python examples/08-webhook-operator/main.py --port 9443 --cert-dir /etc/webhook/certs
+    kubectl apply -f examples/08-webhook-operator/config/crd/
+    python examples/08-webhook-operator/main.py --kubeconfig ~/.kube/config
 
-Without ``--cert-dir`` it makes a throwaway CA and serving certificate for ``--host``, prints
-the CA bundle to put in the webhook configurations, and sends itself one AdmissionReview as a
-demo (a v1alpha1 Backup without a schedule: the answer is the defaulting patch).
+Without ``--kubeconfig`` it runs on an embedded API server with the generated CRD installed,
+creates a Website (the schema fills in its defaults), shows the CEL rule refusing a free
+site with five replicas, and prints the status the controller wrote.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import http.client
-import json
-import ssl
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from webhooks import GROUP, make_server
+from controller import MANAGER, WEBSITES, build_manager
 
-from informers.certificates import CertificateAuthority
+from informers.client import Client
+from informers.errors import Invalid
+from informers.testing import connect
+from informers.testing.runner import eventually, run_manager
+from informers.yaml_loader import load_all_yaml
 
-
-def demo(port: int, ca_pem: bytes) -> list[dict[str, object]]:
-    """POST one AdmissionReview to the defaulting webhook; return the patch it answers."""
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "demo", "operation": "CREATE",
-        "kind": {"group": GROUP, "version": "v1alpha1", "kind": "Backup"},
-        "resource": {"group": GROUP, "version": "v1alpha1", "resource": "backups"},
-        "object": {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Backup",
-                   "metadata": {"name": "nightly"}, "spec": {"source": "pvc/data"}}}}
-    context = ssl.create_default_context(cadata=ca_pem.decode())
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
-    conn.request("POST", "/mutate-backup", json.dumps(review),
-                 {"Content-Type": "application/json"})
-    answer = json.loads(conn.getresponse().read())
-    conn.close()
-    patch: list[dict[str, object]] = json.loads(base64.b64decode(answer["response"]["patch"]))
-    return patch
+HERE = Path(__file__).resolve().parent
 
 
-def main(argv: list[str] | None = None, stop: threading.Event | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Serve the Backup webhooks.")
-    parser.add_argument("--cert-dir", help="holds tls.crt/tls.key (default: a throwaway pair)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9443)
-    parser.add_argument("--duration", type=float, help="stop after this many seconds")
+def demo(client: Client) -> None:
+    """Create a Website, show a refused one, and print what the controller reported."""
+    site = client.create({"apiVersion": WEBSITES.api_version, "kind": "Website",
+                          "metadata": {"name": "demo", "namespace": "default"},
+                          "spec": {"image": "nginx:1.27", "content": {"message": "hi"}}})
+    print(f"created Website default/demo with the schema's defaults: {site['spec']}")
+    try:
+        client.create({"apiVersion": WEBSITES.api_version, "kind": "Website",
+                       "metadata": {"name": "big", "namespace": "default"},
+                       "spec": {"image": "nginx:1.27", "replicas": 5}})
+    except Invalid as err:
+        print(f"refused Website default/big: {err.status['details']['causes'][0]['message']}")
+
+    def reported() -> dict:
+        status = (client.get(WEBSITES, "demo", "default") or {}).get("status") or {}
+        assert status.get("conditions"), status
+        return status
+
+    status = eventually(reported)
+    ready = status["conditions"][0]["status"]
+    print(f"status: {status['replicas']} replica(s), selector {status['selector']}, "
+          f"Ready={ready}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The webhook operator's Website controller.")
+    parser.add_argument("--kubeconfig", help="use this cluster (default: an embedded API server)")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds to run after the demo (default: until Ctrl-C)")
     args = parser.parse_args(argv)
-    stop = stop or threading.Event()
-    ca: CertificateAuthority | None = None
-    cert_dir = args.cert_dir
-    if cert_dir is None:
-        ca = CertificateAuthority()
-        cert_dir = tempfile.mkdtemp(prefix="backup-webhook-")
-        ca.issue([args.host]).write(cert_dir)
-        print(f"caBundle: {ca.ca_bundle}")
-    with make_server(host=args.host, port=args.port, cert_dir=cert_dir) as server:
-        print(f"serving on {server.url}", flush=True)
-        if ca is not None:
-            for op in demo(server.port, ca.cert_pem):
-                print(f"demo patch: {json.dumps(op)}", flush=True)
-        try:
-            stop.wait(args.duration)
-        except KeyboardInterrupt:
-            pass
+    with connect(args.kubeconfig) as (api_client, server):
+        if server is not None:
+            for path in sorted((HERE / "config" / "crd").glob("*.yaml")):
+                for crd in load_all_yaml(path.read_text()):
+                    server.create(crd)
+        manager = build_manager(api_client, leader_election=server is None)
+        with run_manager(manager):
+            if server is not None:
+                demo(Client(api_client, field_manager=MANAGER))
+            threading.Event().wait(args.duration)
     return 0
 
 
