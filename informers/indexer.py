@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from informers.errors import (
@@ -398,6 +398,44 @@ class Indexer:
         if stored is None or self._decode is None:
             return stored
         return self._decode(stored)
+
+    @property
+    def compact(self) -> bool:
+        """Whether objects are kept encoded (a ``codec`` was given)."""
+        return self._decode is not None
+
+    def list_matching(self, stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
+        """:meth:`list`, decoding only the objects whose encoded form passes
+        ``stored_filter`` (a compact cache's cheap pre-filter, such as a label selector's
+        byte patterns; a superset of what the caller wants, which it filters exactly
+        afterwards). Objects kept unencoded, and every object of a plain cache, are returned
+        unfiltered."""
+        with self._lock:
+            stored = list(self._items.values())
+        return self._decode_matching(stored, stored_filter)
+
+    def by_index_matching(self, index_name: str, indexed_value: str,
+                          stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
+        """:meth:`by_index` with :meth:`list_matching`'s pre-filter.
+
+        Raises:
+            IndexNotFoundError: no index of that name.
+        """
+        with self._lock:
+            keys = self._index_locked(index_name).values.get(indexed_value)
+            if not keys:
+                return []
+            items = self._items
+            stored = [items[k] for k in keys]
+        return self._decode_matching(stored, stored_filter)
+
+    def _decode_matching(self, stored: builtins.list[Any],
+                         stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
+        decode = self._decode
+        if decode is None:
+            return stored
+        return [decode(obj) for obj in stored
+                if obj.__class__ is not bytes or stored_filter(obj)]
 
     def get_lazy_by_key(self, key: str) -> Any | None:
         """:meth:`get_by_key` for a notification: in a compact cache, an

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from informers.keys import DeletedFinalStateUnknown, IndexFunc, KeyFunc, meta_namespace_index_func
+from informers.label_selector import DOUBLE_EQUALS, EQUALS, EXISTS, IN, Selector
 
 __all__ = [
     "JSON_CODEC",
@@ -44,6 +45,7 @@ __all__ = [
     "compact_key_func",
     "decoded",
     "item_encoder",
+    "label_prefilter",
 ]
 
 
@@ -251,3 +253,35 @@ def decoded(a: Any, b: Any) -> tuple[Any, Any]:
     if b.__class__ is Encoded:
         b = b.decode()
     return a, b
+
+
+def label_prefilter(selector: Selector) -> Callable[[bytes], bool] | None:
+    """A cheap test on an object's JSON that every object ``selector`` matches passes: for
+    each ``=``/``==``/``in`` requirement one of the ``"key":"value"`` byte strings must
+    occur, for each ``exists`` the ``"key":``. Objects that pass may still not match (the
+    bytes may occur elsewhere in the object), so the caller filters the decoded objects
+    exactly; ``None`` when the selector has no such requirement (nothing to skip).
+
+    Label keys and values never need JSON escapes (their characters are letters, digits,
+    ``-``, ``_``, ``.`` and one ``/``, which neither encoder escapes), so each appears in the
+    JSON exactly as written."""
+    groups: list[tuple[bytes, ...]] = []
+    for req in selector.requirements():
+        key = json.dumps(req.key)
+        if req.operator in (EQUALS, DOUBLE_EQUALS, IN):
+            groups.append(tuple(f"{key}:{json.dumps(v)}".encode() for v in req.values))
+        elif req.operator == EXISTS:
+            groups.append((f"{key}:".encode(),))
+    if not groups:
+        return None
+
+    def passes(data: bytes) -> bool:
+        for group in groups:
+            for pattern in group:
+                if pattern in data:
+                    break
+            else:
+                return False
+        return True
+
+    return passes
