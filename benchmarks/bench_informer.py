@@ -146,13 +146,15 @@ class Sampler:
 # -- children -------------------------------------------------------------------------------------
 
 
-def child_informer(url: str, token: str, pods: int, profile: bool, tuned: bool) -> int:
-    """Sync a pod informer (with or without :class:`informers.MemoryTuning`); report time and
-    RSS; then, on ``go N``, time N updates."""
+def child_informer(url: str, token: str, pods: int, profile: bool, tuned: bool,
+                   compact: bool = False) -> int:
+    """Sync a pod informer (with or without :class:`informers.MemoryTuning`, with or without
+    the compact cache); report time and RSS; then, on ``go N``, time N updates."""
     from informers import MemoryTuning, ResourceEventHandlerFuncs, SharedInformerFactory
 
     client = api_client(url, token)
-    factory = SharedInformerFactory(client, memory_tuning=MemoryTuning() if tuned else None)
+    factory = SharedInformerFactory(client, memory_tuning=MemoryTuning() if tuned else None,
+                                    compact=compact)
     informer = factory.core().v1().pods().informer()
     state = {"target": 0, "seen": 0, "first": 0.0, "last": 0.0}
     done = threading.Event()
@@ -235,10 +237,12 @@ def child_official(url: str, token: str, pods: int) -> int:
 
 
 def spawn(mode: str, server: ServerProcess, profile: bool = False,
-          tuned: bool = True) -> subprocess.Popen[str]:
+          tuned: bool = True, compact: bool = False) -> subprocess.Popen[str]:
     args = [sys.executable, "-m", "benchmarks.bench_informer", "--child", mode,
             "--url", server.url, f"--token={server.token}", "--pods", str(server.pods),
             f"--memory-tuning={'on' if tuned else 'off'}"]
+    if compact:
+        args.append("--compact")
     if profile:
         args.append("--profile")
     return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -382,6 +386,8 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
 
         tuned = _measure(server, repeat, events, tuned=True)
         untuned = _measure(server, repeat, events, tuned=False)
+        compact_tuned = _measure(server, repeat, events, tuned=True, compact=True)
+        compact = _measure(server, repeat, events, tuned=False, compact=True)
         if events:
             raw_watch_seconds = raw_watch(server, tuned.burst_from, events)
             print(f"raw watch + orjson.loads: {events:,} events in {raw_watch_seconds:.3f} s")
@@ -414,7 +420,9 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
             finally:
                 finish(child)
 
-    for label, m in (("", tuned), (" (tuning off)", untuned)):
+    for label, m in (("", tuned), (" (tuning off)", untuned),
+                     (" (compact cache)", compact_tuned),
+                     (" (compact cache, tuning off)", compact)):
         sync = min(m.syncs)
         ratio = sync / raw_seconds
         rows.append(Row(f"initial sync, {pods:,} pods{label}", f"{sync:.3f} s",
@@ -449,13 +457,14 @@ class Measured:
     burst_from: str
 
 
-def _measure(server: ServerProcess, repeat: int, events: int, tuned: bool) -> Measured:
-    """``repeat`` informer children, with or without memory tuning; the first one also
-    times a burst of ``events`` MODIFIED events."""
+def _measure(server: ServerProcess, repeat: int, events: int, tuned: bool,
+             compact: bool = False) -> Measured:
+    """``repeat`` informer children, with or without memory tuning and the compact cache;
+    the first one also times a burst of ``events`` MODIFIED events."""
     m = Measured([], [], 0.0, "")
-    label = "tuned" if tuned else "untuned"
+    label = ("tuned" if tuned else "untuned") + (", compact" if compact else "")
     for i in range(repeat):
-        child = spawn("informer", server, tuned=tuned)
+        child = spawn("informer", server, tuned=tuned, compact=compact)
         try:
             result = read_json(child)
             assert result["cached"] == server.pods, result
@@ -496,13 +505,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--child", choices=("informer", "official"), help=argparse.SUPPRESS)
     parser.add_argument("--memory-tuning", choices=("on", "off"), default="on",
                         help=argparse.SUPPRESS)
+    parser.add_argument("--compact", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--token", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     pods = args.pods or (2_000 if args.quick else 10_000)
     if args.child == "informer":
         return child_informer(args.url, args.token, pods, args.profile,
-                              args.memory_tuning == "on")
+                              args.memory_tuning == "on", args.compact)
     if args.child == "official":
         return child_official(args.url, args.token, pods)
     events = args.events if args.events is not None else (5_000 if args.quick else pods)

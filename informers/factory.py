@@ -264,6 +264,8 @@ class SharedInformerFactory:
             (:class:`~informers.reflector_options.ReflectorOptions`; default client-go's).
         memory_tuning: opt-in, process-wide GC and C-heap tuning for every informer
             (:class:`~informers.memory.MemoryTuning`); ``None`` (default) touches neither.
+        compact: every informer keeps a compact cache (objects held as JSON bytes, decoded
+            on each read; see :class:`~informers.shared_informer.SharedIndexInformer`).
     """
 
     def __init__(
@@ -279,8 +281,10 @@ class SharedInformerFactory:
         detect_mutations: bool | None = None,
         reflector_options: ReflectorOptions | None = None,
         memory_tuning: MemoryTuning | None = None,
+        compact: bool = False,
     ) -> None:
         self.api_client = api_client
+        self.compact = compact
         self.resync_period = resync_period
         self.namespace = namespace or None
         self.tweak_list_options = tweak_list_options
@@ -364,6 +368,7 @@ class SharedInformerFactory:
             detect_mutations=self._detect_mutations,
             memory_tuning=self.memory_tuning,
             reflector_options=self._reflector_options,
+            compact=self.compact,
         )
 
     def informer_for(self, resource: ResourceRef) -> SharedIndexInformer:

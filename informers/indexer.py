@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from informers.errors import (
@@ -24,6 +24,7 @@ from informers.keys import (
     call_key_func,
     deletion_handling_meta_namespace_key_func,
 )
+from informers.object_codec import Encoded, ObjectCodec
 
 __all__ = ["Indexer"]
 
@@ -211,14 +212,24 @@ class Indexer:
             ``NewIndexer`` as used by informers), so a tombstone deletes by its key.
         indexers: index name -> index function returning a list of values (several values
             index the object under each; an empty list leaves it out of that index).
+        codec: how objects are kept (:class:`~informers.object_codec.ObjectCodec`); ``None``
+            (default): as given, shared. With a codec (the compact cache,
+            :class:`~informers.object_codec.JsonCodec`) each object is encoded when stored
+            and every read decodes a fresh copy: "shared, do not mutate" below then does not
+            apply, and key and index functions still see the objects as given.
     """
 
     def __init__(
         self,
         key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
         indexers: Indexers | None = None,
+        *,
+        codec: ObjectCodec | None = None,
     ) -> None:
         self._key_func = key_func
+        self._codec = codec
+        self._encode = codec.encode if codec is not None else None
+        self._decode = codec.decode if codec is not None else None
         self._lock = threading.Lock()
         self._items: dict[str, Any] = {}
         self._rv = ""
@@ -256,11 +267,12 @@ class Indexer:
         if key is None:
             key = call_key_func(self._key_func, obj)
         rv = _rv_of(obj)
+        stored = obj if self._encode is None else self._encode(obj)
         indexes = self._index_list
         if not indexes:
             with self._lock:
                 if not self._index_list:
-                    self._items[key] = obj
+                    self._items[key] = stored
                     if rv is not None:
                         self._rv = rv
                     return
@@ -284,7 +296,7 @@ class Indexer:
                 indexes = self._index_list
                 values = _compute(indexes, key, obj)
                 packed = _pack(values)
-            self._items[key] = obj
+            self._items[key] = stored
             if rv is not None:
                 self._rv = rv
             key_values = self._key_values
@@ -346,9 +358,13 @@ class Indexer:
             items[key] = obj
         snapshot = self._index_list
         indexes, key_values = _build(snapshot, items)
+        decoded = items
+        encode = self._encode
+        if encode is not None:
+            items = {key: encode(obj) for key, obj in items.items()}
         with self._lock:
             if self._index_list is not snapshot:  # add_indexers ran meanwhile
-                indexes, key_values = _build(self._index_list, items)
+                indexes, key_values = _build(self._index_list, decoded)
             self._items = items
             self._index_list = indexes
             self._indexes = {idx.name: idx for idx in indexes}
@@ -363,7 +379,8 @@ class Indexer:
     def list(self) -> builtins.list[Any]:
         """Every stored object (shared, do not mutate), in no particular order."""
         with self._lock:
-            return list(self._items.values())
+            stored = list(self._items.values())
+        return stored if self._decode is None else list(map(self._decode, stored))
 
     def list_keys(self) -> builtins.list[str]:
         """Every stored key, in no particular order."""
@@ -377,7 +394,69 @@ class Indexer:
     def get_by_key(self, key: str) -> Any | None:
         """The stored object under ``key``, or ``None``."""
         with self._lock:
-            return self._items.get(key)
+            stored = self._items.get(key)
+        if stored is None or self._decode is None:
+            return stored
+        return self._decode(stored)
+
+    @property
+    def compact(self) -> bool:
+        """Whether objects are kept encoded (a ``codec`` was given)."""
+        return self._decode is not None
+
+    def list_matching(self, stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
+        """:meth:`list`, decoding only the objects whose encoded form passes
+        ``stored_filter`` (a compact cache's cheap pre-filter, such as a label selector's
+        byte patterns; a superset of what the caller wants, which it filters exactly
+        afterwards). Objects kept unencoded, and every object of a plain cache, are returned
+        unfiltered."""
+        with self._lock:
+            stored = list(self._items.values())
+        return self._decode_matching(stored, stored_filter)
+
+    def by_index_matching(self, index_name: str, indexed_value: str,
+                          stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
+        """:meth:`by_index` with :meth:`list_matching`'s pre-filter.
+
+        Raises:
+            IndexNotFoundError: no index of that name.
+        """
+        with self._lock:
+            keys = self._index_locked(index_name).values.get(indexed_value)
+            if not keys:
+                return []
+            items = self._items
+            stored = [items[k] for k in keys]
+        return self._decode_matching(stored, stored_filter)
+
+    def _decode_matching(self, stored: builtins.list[Any],
+                         stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
+        decode = self._decode
+        if decode is None:
+            return stored
+        return [decode(obj) for obj in stored
+                if obj.__class__ is not bytes or stored_filter(obj)]
+
+    def get_lazy_by_key(self, key: str) -> Any | None:
+        """:meth:`get_by_key` for a notification: in a compact cache, an
+        :class:`~informers.object_codec.Encoded` that the listener decodes (each listener its
+        own copy, when it delivers); otherwise the stored object."""
+        with self._lock:
+            stored = self._items.get(key)
+        if stored.__class__ is bytes and self._decode is not None:
+            return Encoded(key, stored)
+        return stored if stored is None or self._decode is None else self._decode(stored)
+
+    def list_lazy(self) -> builtins.list[Any]:
+        """:meth:`list` for notifications (see :meth:`get_lazy_by_key`): a resync or a late
+        handler's initial adds of a compact cache never hold every object decoded at once."""
+        with self._lock:
+            stored = list(self._items.items())
+        if self._decode is None:
+            return [obj for _, obj in stored]
+        decode = self._decode
+        return [Encoded(key, obj) if obj.__class__ is bytes else decode(obj)
+                for key, obj in stored]
 
     def __len__(self) -> int:
         with self._lock:
@@ -438,7 +517,8 @@ class Indexer:
                     union.update(index_values.get(v, ()))
                 keys = union
             items = self._items
-            return [items[k] for k in keys]
+            stored = [items[k] for k in keys]
+        return stored if self._decode is None else list(map(self._decode, stored))
 
     def index_keys(self, index_name: str, indexed_value: str) -> builtins.list[str]:
         """Sorted keys indexed under ``indexed_value`` on ``index_name``.
@@ -461,7 +541,8 @@ class Indexer:
             if not keys:
                 return []
             items = self._items
-            return [items[k] for k in keys]
+            stored = [items[k] for k in keys]
+        return stored if self._decode is None else list(map(self._decode, stored))
 
     def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Every value that currently has at least one key on ``index_name``.
@@ -495,8 +576,12 @@ class Indexer:
             conflict = sorted(set(indexers) & set(self._indexes))
             if conflict:
                 raise IndexConflictError(f"indexer conflict: {conflict}")
+            items = self._items
+            if self._decode is not None:
+                decode = self._decode
+                items = {key: decode(stored) for key, stored in items.items()}
             added, added_values = _build(
-                tuple(_Index(name, fn) for name, fn in indexers.items()), self._items
+                tuple(_Index(name, fn) for name, fn in indexers.items()), items
             )
             old_values = self._key_values
             none: _Values = [[] for _ in self._index_list]

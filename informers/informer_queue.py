@@ -30,8 +30,9 @@ from informers.delta_fifo import (
 from informers.errors import FIFOClosedError
 from informers.fifo_metrics import InformerNameAndResource
 from informers.indexer import Indexer
-from informers.keys import deletion_handling_meta_namespace_key_func
+from informers.keys import KeyFunc, deletion_handling_meta_namespace_key_func
 from informers.mutation_detector import CacheMutationDetector
+from informers.object_codec import Encoded
 from informers.process_deltas import process_deltas, process_deltas_in_batch
 from informers.processor_listener import ADD, DELETE, UPDATE
 from informers.real_fifo import RealFIFO
@@ -54,6 +55,18 @@ class InformerQueue(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+def _is_sync(old: Any, new: Any) -> bool:
+    """Whether an update is a sync (client-go: equal resourceVersions). A compact cache's
+    :class:`~informers.object_codec.Encoded` objects compare by their JSON, which holds the
+    version (and costs no decode)."""
+    if old.__class__ is Encoded or new.__class__ is Encoded:
+        if old.__class__ is new.__class__:
+            return bool(old.data == new.data)
+        old = old.decode() if old.__class__ is Encoded else old
+        new = new.decode() if new.__class__ is Encoded else new
+    return bool(_rv(old) == _rv(new))
 
 
 def _rv(obj: Any) -> Any:
@@ -80,6 +93,8 @@ class RealFIFOConsumer:
         detector: the mutation detector, if enabled.
         waiter: woken after every pop.
         name: for logs.
+        key_func: the cache's and the queue's key function (a compact informer's also keys
+            :class:`~informers.object_codec.Encoded` objects).
     """
 
     def __init__(
@@ -90,7 +105,9 @@ class RealFIFOConsumer:
         detector: CacheMutationDetector | None,
         waiter: ResourceVersionWaiter,
         name: str,
+        key_func: KeyFunc = deletion_handling_meta_namespace_key_func,
     ) -> None:
+        self._key_func = key_func
         self._indexer = indexer
         self._distribute = distribute
         self._block = block_deltas
@@ -106,7 +123,7 @@ class RealFIFOConsumer:
     ) -> RealFIFO:
         """The RealFIFO client-go v0.36's ``newQueueFIFO`` makes, plus the direct hand-off."""
         return RealFIFO(
-            deletion_handling_meta_namespace_key_func,
+            self._key_func,
             transformer=transform,
             atomic_events=True,
             unlock_while_processing=True,
@@ -119,14 +136,14 @@ class RealFIFOConsumer:
     # -- the handler process_deltas notifies ----------------------------------------------------
 
     def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if self._detector is not None:
+        if self._detector is not None and obj.__class__ is not Encoded:
             self._detector.add_object(obj)
         self._distribute((ADD, obj, is_in_initial_list), False)
 
     def on_update(self, old: Any, new: Any) -> None:
-        if self._detector is not None:
+        if self._detector is not None and new.__class__ is not Encoded:
             self._detector.add_object(new)
-        self._distribute((UPDATE, old, new), _rv(old) == _rv(new))
+        self._distribute((UPDATE, old, new), _is_sync(old, new))
 
     def on_delete(self, obj: Any) -> None:
         self._distribute((DELETE, obj, None), False)
@@ -141,7 +158,7 @@ class RealFIFOConsumer:
                 delta_type, obj = deltas[0]
                 if len(deltas) == 1 and delta_type in _STORED:
                     indexer = self._indexer
-                    key = deletion_handling_meta_namespace_key_func(obj)
+                    key = self._key_func(obj)
                     old = indexer.get_by_key(key)
                     indexer.update(obj, key=key)
                     if self._detector is not None:
@@ -149,10 +166,10 @@ class RealFIFOConsumer:
                     if old is None:
                         self._distribute((ADD, obj, is_in_initial_list), False)
                     else:
-                        self._distribute((UPDATE, old, obj), _rv(old) == _rv(obj))
+                        self._distribute((UPDATE, old, obj), _is_sync(old, obj))
                 else:
                     process_deltas(self, self._indexer, deltas, is_in_initial_list,
-                                   deletion_handling_meta_namespace_key_func)
+                                   self._key_func)
         except Exception:
             logger.exception("%s: failed to apply %s; it is dropped", self._name,
                              _describe(deltas))
@@ -163,7 +180,7 @@ class RealFIFOConsumer:
         try:
             with self._block:
                 process_deltas_in_batch(self, self._indexer, deltas, is_in_initial_list,
-                                        deletion_handling_meta_namespace_key_func)
+                                        self._key_func)
         except Exception:
             logger.exception("%s: failed to apply part of a batch of %d deltas", self._name,
                              len(deltas))

@@ -108,7 +108,12 @@ class ListOptions:
     list and watch and cancels it on stop, and a list or watch function that ignores it
     delays the reflector's stop until it returns); and ``progress``, which a list function
     that decodes as the answer arrives may call, from the listing thread, with the number of
-    items of this request decoded so far (the reflector logs list progress from it).
+    items of this request decoded so far (the reflector logs list progress from it); and
+    ``item_hook``, which such a list function may apply to each item right after decoding it,
+    keeping what it returns instead (a compact informer encodes each listed object at once,
+    so a long list never exists as decoded objects all at once). A list function may ignore
+    it: the reflector applies it afterwards to every item still a ``dict``, so the hook must
+    accept an item it already returned, or a plain one, and must not raise.
     """
 
     resource_version: str | None = None
@@ -123,6 +128,7 @@ class ListOptions:
     read_timeout: float | None = None
     cancel: CancelToken | None = None
     progress: Callable[[int], None] | None = None
+    item_hook: Callable[[Any], Any] | None = None
 
     def to_query(self, watch: bool = False) -> list[tuple[str, str]]:
         """The URL query parameters, in a stable order (``watch=true`` first for a watch)."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import builtins
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from informers import labels
 from informers.errors import IndexNotFoundError, NotFoundError
 from informers.indexer import Indexer
 from informers.keys import NAMESPACE_INDEX
+from informers.object_codec import label_prefilter
 from informers.resources import Resource
 
 __all__ = ["Lister", "NamespaceLister"]
@@ -36,6 +38,13 @@ def _selector(selector: SelectorLike) -> labels.Selector:
 def _labels_of(obj: Any) -> Any:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     return meta.get("labels") if isinstance(meta, dict) else None
+
+
+def _prefilter(indexer: Indexer, selector: labels.Selector) -> Callable[[bytes], bool] | None:
+    """A compact cache's byte pre-filter for ``selector`` (decode only likely matches)."""
+    if selector.empty() or not getattr(indexer, "compact", False):
+        return None
+    return label_prefilter(selector)
 
 
 def _filter(objects: list[Any], selector: labels.Selector) -> list[Any]:
@@ -79,6 +88,9 @@ class Lister:
         sel = _selector(selector)
         if labels.matches_nothing(sel):
             return []
+        prefilter = _prefilter(self.indexer, sel)
+        if prefilter is not None:
+            return _filter(self.indexer.list_matching(prefilter), sel)
         return _filter(self.indexer.list(), sel)
 
     def get(self, name: str) -> Any:
@@ -186,9 +198,15 @@ class NamespaceLister:
         if labels.matches_nothing(sel):
             return []
         ns = self.namespace
+        prefilter = _prefilter(self.indexer, sel)
         if not ns:
+            if prefilter is not None:
+                return _filter(self.indexer.list_matching(prefilter), sel)
             return _filter(self.indexer.list(), sel)
         try:
+            if prefilter is not None:
+                return _filter(self.indexer.by_index_matching(NAMESPACE_INDEX, ns, prefilter),
+                               sel)
             objects = self.indexer.by_index(NAMESPACE_INDEX, ns)
         except IndexNotFoundError:
             logger.warning(

@@ -95,7 +95,7 @@ def process_deltas(
                 raise TypeError(f"ReplacedAll did not contain ReplacedAllInfo: {type(obj)}")
             process_replaced_all_info(handler, obj, store, is_in_initial_list, key_func)
         elif delta_type is _SYNC_ALL:
-            for cached in store.list():
+            for cached in store.list_lazy():
                 handler.on_update(cached, cached)
             return
         elif delta_type is _BOOKMARK:
@@ -207,7 +207,7 @@ def _reconcile(
     if not len(store):
         return [], [(None, obj) for obj in objects]
     listed = set(keys)
-    get = store.get_by_key
+    get = store.get_lazy_by_key
     deletions = [DeletedFinalStateUnknown(key, get(key))
                  for key in store.list_keys() if key not in listed]
     return deletions, [(get(key), obj) for key, obj in zip(keys, objects, strict=True)]

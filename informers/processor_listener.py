@@ -15,7 +15,8 @@ from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.handlers import ResourceEventHandler
-from informers.keys import deletion_handling_meta_namespace_key_func
+from informers.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key_func
+from informers.object_codec import Encoded, decoded
 
 __all__ = [
     "ADD",
@@ -28,6 +29,8 @@ __all__ = [
     "determine_resync_period",
     "notification_key",
 ]
+
+_LAZY = (Encoded, DeletedFinalStateUnknown)  # what a compact cache's notifications may hold
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +253,8 @@ class ProcessorListener:
                     return
                 notification = popleft()
                 kind, a, b = notification
+                if a.__class__ in _LAZY or b.__class__ is Encoded:  # a compact cache's
+                    a, b = decoded(a, b)
                 traced = len(batch) + len(self._buf) > BACKLOG_TRACE_THRESHOLD
                 start = clock.now() if traced else 0.0
                 try:

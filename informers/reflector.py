@@ -171,13 +171,16 @@ def default_watch_error_handler(reflector: Reflector, err: BaseException) -> Non
 
 
 class _TempStore:
-    """The streaming list's temporary store: key -> object, insertion-ordered, one thread."""
+    """The streaming list's temporary store: key -> object, insertion-ordered, one thread.
+    Each object is kept as ``hook`` returns it (the reflector's ``list_item_hook``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hook: Callable[[Any], Any] | None = None) -> None:
         self.items: dict[str, Any] = {}
+        self._hook = hook
 
     def add(self, obj: Any) -> None:
-        self.items[deletion_handling_meta_namespace_key_func(obj)] = obj
+        key = deletion_handling_meta_namespace_key_func(obj)
+        self.items[key] = obj if self._hook is None else self._hook(obj)
 
     update = add
 
@@ -219,6 +222,10 @@ class Reflector:
         clock: every wait goes through it (use FakeClock in tests).
         memory_tuning: with ``pause_gc_while_listing``, each list is decoded and stored with
             the cyclic GC paused (:mod:`informers.memory`); ``None`` (default) touches no GC.
+        list_item_hook: applied to each listed object as it is decoded (passed to the list
+            function as ``ListOptions.item_hook``, applied afterwards to any item still a
+            ``dict``, and to each object of a streaming list); the store gets what it
+            returns. A compact informer encodes objects with it. ``None``: none.
 
     Attributes:
         name: for logs and thread names.
@@ -239,8 +246,10 @@ class Reflector:
         should_resync: Callable[[], bool] | None = None,
         clock: Clock = REAL_CLOCK,
         memory_tuning: MemoryTuning | None = None,
+        list_item_hook: Callable[[Any], Any] | None = None,
     ) -> None:
         resource = getattr(list_watch, "resource", None)
+        self.list_item_hook = list_item_hook
         self.list_watch = list_watch
         self.store = store
         self.name = name or (str(resource) if resource is not None else "reflector")
@@ -459,8 +468,10 @@ class Reflector:
 
     def _list_pages(self, pager: ListPager, rv: str) -> tuple[ListResult, bool]:
         self.metrics.lists_total += 1
+        hook = self.list_item_hook
         try:
-            return pager.list(ListOptions(resource_version=rv or None, cancel=self._cancel))
+            return pager.list(ListOptions(resource_version=rv or None, cancel=self._cancel,
+                                          item_hook=hook))
         except Exception as exc:
             if not (is_expired(exc) or is_too_large_resource_version(exc)):
                 raise
@@ -469,7 +480,7 @@ class Reflector:
             self._set_rv_unavailable(True)
             self.metrics.lists_total += 1
             return pager.list(ListOptions(resource_version=self.relist_resource_version() or None,
-                                          cancel=self._cancel))
+                                          cancel=self._cancel, item_hook=hook))
 
     def _step_list(self) -> ReflectorState:
         rv = self.relist_resource_version()
@@ -488,6 +499,12 @@ class Reflector:
             if rv == "0" and paginated:
                 self._paginated_result = True
             self._set_rv_unavailable(False)
+            hook = self.list_item_hook
+            if hook is not None:  # for a list function that ignored the hook
+                items = result.items
+                for i, item in enumerate(items):
+                    if item.__class__ is dict:
+                        items[i] = hook(item)
             try:
                 self.store.replace(result.items, result.resource_version)
             except Exception as exc:
@@ -691,7 +708,7 @@ class Reflector:
             return self._stream_failed(exc)
         if not self._set_stream(stream):
             return ReflectorState.STOPPED
-        temp = _TempStore()
+        temp = _TempStore(self.list_item_hook)
         keep = False
         it = iter(stream)
         try:

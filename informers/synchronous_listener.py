@@ -14,7 +14,9 @@ import logging
 import threading
 from typing import Any
 
+from informers.object_codec import Encoded, decoded
 from informers.processor_listener import (
+    _LAZY,
     ADD,
     SLOW_CALL_TRACE_SECONDS,
     UPDATE,
@@ -66,6 +68,8 @@ class SynchronousListener(ProcessorListener):
         """Call the handler for ``notification`` now; ignored once stopped or removed."""
         kind, a, b = notification
         initial = kind == ADD and bool(b)
+        if a.__class__ in _LAZY or b.__class__ is Encoded:  # a compact cache's
+            a, b = decoded(a, b)
         with self._call_lock:
             if self._removed or self._stopping:
                 return

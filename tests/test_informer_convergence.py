@@ -379,7 +379,8 @@ def _wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
         time.sleep(interval)
 
 
-def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> int:
+def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
+                    compact: bool = False) -> int:
     """One seeded run; returns the DeletedFinalStateUnknown notifications its relists delivered.
     ``require_tombstones`` asserts there were some: whether a delete is missed during a
     disconnect depends on thread timing as well as the seed, so the sweep over seeds asserts it
@@ -406,7 +407,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True) -> i
         read_timeout=READ_TIMEOUT,
         page_size=50,  # several pages, so compaction can expire a continue token
         rng=random.Random(master.random()),
-    ))
+    ), compact=compact)
     informer = factory.core().v1().pods().informer()
     early, late = Recorder(), Recorder()
     informer.add_event_handler(early)
@@ -538,6 +539,19 @@ def test_cache_and_handlers_converge_under_random_faults(offset: int) -> None:
         pytest.skip(f"{SEED_ENV} runs its one seed")
     SWEEP_TOMBSTONES[offset] = run_convergence(SMALL, _seed() + offset,
                                                require_tombstones=False)
+
+
+COMPACT_SEEDS = 3
+"""Seeds the suite also runs on a compact cache (``compact=True``, objects kept as JSON)."""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("offset", range(COMPACT_SEEDS))
+def test_compact_cache_and_handlers_converge_under_random_faults(offset: int) -> None:
+    if os.environ.get(SEED_ENV, "").strip() and offset:
+        pytest.skip(f"{SEED_ENV} runs its one seed")
+    run_convergence(SMALL, _seed() + offset, require_tombstones=False, compact=True)
 
 
 SWEEP_TOMBSTONES: dict[int, int] = {}

@@ -34,6 +34,7 @@ Thread safety: none; one reader feeds one decoder.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from informers.client.decoder import decode
@@ -95,11 +96,15 @@ class ListDecoder:
     :meth:`feed`: an item that does not decode is simply left for the end).
     """
 
-    __slots__ = ("_buf", "_drop", "_items", "_misses", "_prefix", "_scan", "_sep", "_start",
-                 "_streaming")
+    __slots__ = ("_buf", "_drop", "_items", "_keep", "_misses", "_prefix", "_scan", "_sep",
+                 "_start", "_streaming")
 
-    def __init__(self, *, drop_managed_fields: bool = False) -> None:
+    def __init__(self, *, drop_managed_fields: bool = False,
+                 item_hook: Callable[[Any], Any] | None = None) -> None:
+        """``item_hook``, if given, is applied to each item as soon as it is decoded (instead
+        of :func:`compacted`); the document's ``items`` are what it returned."""
         self._drop = drop_managed_fields
+        self._keep = item_hook or _kept
         self._buf = bytearray()
         self._items: list[Any] = []
         self._prefix: bytes | None = None  # the body up to and including its items' "["
@@ -147,7 +152,7 @@ class ListDecoder:
             items = decode(run, drop_managed_fields=self._drop)
         except ValueError:
             return False
-        self._items.extend(map(_kept, items))
+        self._items.extend(map(self._keep, items))
         self._misses = 0
         self._start = self._scan = end + 1  # past the ","
         return True
@@ -170,7 +175,7 @@ class ListDecoder:
                     return
                 self._scan = end
                 continue
-            self._items.append(_kept(item))
+            self._items.append(self._keep(item))
             self._misses = 0
             self._start = self._scan = end + 1
 
@@ -221,7 +226,7 @@ class ListDecoder:
         if isinstance(doc, dict):
             rest = doc.get("items")
             if isinstance(rest, list):
-                self._items.extend(map(_kept, rest))
+                self._items.extend(map(self._keep, rest))
                 doc["items"] = self._items
         self._buf = bytearray()
         self._items = []

@@ -171,7 +171,7 @@ class ClientListWatch(ListWatch):
         what = f"list {self.what}"
         call = self.transport.get(self.path, opts.to_query(watch=False), read_timeout, what,
                                   opts.cancel)
-        decoder = ListDecoder(drop_managed_fields=self._drop)
+        decoder = ListDecoder(drop_managed_fields=self._drop, item_hook=opts.item_hook)
         read = False
         progress = opts.progress
         try:
