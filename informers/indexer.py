@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic
 
 from informers.errors import (
     IndexConflictError,
@@ -24,6 +24,7 @@ from informers.keys import (
     call_key_func,
     deletion_handling_meta_namespace_key_func,
 )
+from informers.object_type import ObjectT
 
 __all__ = ["Indexer"]
 
@@ -179,8 +180,11 @@ def _build(
     return fresh, key_values
 
 
-class Indexer:
+class Indexer(Generic[ObjectT]):
     """A thread-safe key -> object store with named secondary indices.
+
+    Generic over the objects' static type (``Indexer[Pod]``; default ``dict[str, Any]``,
+    :mod:`informers.object_type`); nothing checks it at run time.
 
     Contract:
 
@@ -220,7 +224,7 @@ class Indexer:
     ) -> None:
         self._key_func = key_func
         self._lock = threading.Lock()
-        self._items: dict[str, Any] = {}
+        self._items: dict[str, ObjectT] = {}
         self._rv = ""
         self._indexes: dict[str, _Index] = {}
         # The same indices in a tuple (replaced, never mutated, whenever they change: writers
@@ -239,7 +243,7 @@ class Indexer:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def update(self, obj: Any, *, key: str | None = None) -> None:
+    def update(self, obj: ObjectT, *, key: str | None = None) -> None:
         """Insert or replace ``obj`` under its key; move its index entries to its new values.
 
         Args:
@@ -360,7 +364,7 @@ class Indexer:
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def list(self) -> builtins.list[Any]:
+    def list(self) -> builtins.list[ObjectT]:
         """Every stored object (shared, do not mutate), in no particular order."""
         with self._lock:
             return list(self._items.values())
@@ -370,11 +374,11 @@ class Indexer:
         with self._lock:
             return list(self._items)
 
-    def get(self, obj: Any) -> Any | None:
+    def get(self, obj: Any) -> ObjectT | None:
         """The stored object with ``obj``'s key, or ``None``."""
         return self.get_by_key(self._key(obj))
 
-    def get_by_key(self, key: str) -> Any | None:
+    def get_by_key(self, key: str) -> ObjectT | None:
         """The stored object under ``key``, or ``None``."""
         with self._lock:
             return self._items.get(key)
@@ -410,7 +414,7 @@ class Indexer:
             raise IndexNotFoundError(name)
         return idx
 
-    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+    def index(self, index_name: str, obj: Any) -> builtins.list[ObjectT]:
         """Objects sharing any of ``obj``'s values on ``index_name`` (deduplicated).
 
         Raises:
@@ -450,7 +454,7 @@ class Indexer:
             keys = self._index_locked(index_name).values.get(indexed_value)
             return sorted(keys) if keys else []
 
-    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[ObjectT]:
         """Objects indexed under ``indexed_value`` on ``index_name`` (shared, do not mutate).
 
         Raises:
