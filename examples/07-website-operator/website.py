@@ -23,6 +23,7 @@ from informers.conditions import new_condition, set_status_condition, status_con
 from informers.controller import Controller, ControllerBuilder, Listers, Request
 from informers.controllerutil import Finalizers, set_controller_reference
 from informers.resources import Resource
+from informers.types import Deployment
 from informers.yaml_loader import load_yaml
 
 WEBSITES = Resource("example.com", "v1", "websites", "Website", namespaced=True)
@@ -69,9 +70,9 @@ class WebsiteReconciler:
         for child in children(site):
             set_controller_reference(site, child)
             self.client.apply(child, force=True)
-        deployment = self.listers.get(request, "deployments") or {}
+        deployment = self.listers.get(request, "deployments", Deployment) or {}
         want = site.get("spec", {}).get("replicas", 1)
-        ready = (deployment.get("status") or {}).get("readyReplicas", 0) >= want
+        ready = deployment.get("status", {}).get("readyReplicas", 0) >= want
         conditions = status_conditions(site)
         if set_status_condition(conditions, new_condition(
                 "Ready", ready, "Available" if ready else "Progressing",

@@ -36,7 +36,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, cast, overload
 
@@ -81,7 +81,7 @@ class _Manager(Protocol):
     """What the builder needs of :class:`informers.manager.Manager`."""
 
     @property
-    def factory(self) -> SharedInformerFactory: ...
+    def factory(self) -> SharedInformerFactory | None: ...
 
     def add(self, controller: Controller, needs_leader: bool = True) -> None: ...
 
@@ -139,12 +139,19 @@ class Listers(Generic[ObjectT]):
     def get(self, request: str, kind: None = None) -> ObjectT | None: ...
 
     @overload
-    def get(self, request: str, kind: KindRef) -> dict[str, Any] | None: ...
+    def get(self, request: str, kind: KindRef, object_type: None = None
+            ) -> dict[str, Any] | None: ...
 
-    def get(self, request: str, kind: KindRef | None = None) -> Any:
+    @overload
+    def get(self, request: str, kind: KindRef, object_type: type[OtherObjectT]
+            ) -> OtherObjectT | None: ...
+
+    def get(self, request: str, kind: KindRef | None = None,
+            object_type: type[Mapping[str, Any]] | None = None) -> Any:
         """The object named by ``request`` from the cache of the primary kind (or of
         ``kind``), ``None`` when absent (a deleted primary: its dependents go with the garbage
-        collector, its finalizers ran before)."""
+        collector, its finalizers ran before). ``object_type`` types an object of ``kind``
+        for type checkers (``get(request, "deployments", Deployment)``)."""
         lister = self.primary if kind is None else self[kind]
         found: Any = lister.indexer.get_by_key(Request.from_key(request).key)
         return found if isinstance(found, dict) else None
@@ -167,9 +174,15 @@ class ControllerBuilder(Generic[ObjectT]):
     Args:
         manager: the :class:`~informers.manager.Manager` whose factory supplies the
             informers and which runs the controller (leader-only, as controller-runtime's).
+
+    Raises:
+        ValueError: the manager has no factory (neither ``api_client`` nor ``factory``).
     """
 
     def __init__(self, manager: _Manager) -> None:
+        if manager.factory is None:
+            raise ValueError("the manager has no informer factory: create it with an "
+                             "api_client or a factory")
         self._manager = manager
         self._factory = manager.factory
         self._primary: Resource | None = None
