@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,62 @@ def test_the_command_reports_bad_input_and_exits_1(tmp_path: Path) -> None:
     missing = _run("-m", "informers.types.generate", str(tmp_path / "nope.yaml"))
     assert missing.returncode == 1
     assert "No such file or directory" in missing.stderr
+
+
+# -- the generic components at run time ---------------------------------------------------------
+
+
+def test_object_types_change_nothing_at_run_time() -> None:
+    """``object_type`` arguments and subscripted classes are for type checkers: the same
+    shared informer, the same cached dicts."""
+    from kubernetes.client import ApiClient
+
+    from informers.factory import SharedInformerFactory
+    from informers.listers import Lister
+    from informers.resources import lookup
+    from informers.types import Deployment, Pod
+
+    factory = SharedInformerFactory(ApiClient())
+    typed = factory.informer_for("pods", object_type=Pod)
+    assert typed is factory.informer_for("pods")
+    assert factory.for_resource("", "v1", "pods", object_type=Pod).informer() is typed
+    typed.get_indexer().add({"metadata": {"name": "web", "namespace": "default"}})
+    lister = Lister[Pod](typed.get_indexer(), lookup("pods"))
+    assert lister.pods("default").get("web") is typed.get_indexer().get_by_key("default/web")
+    assert type(lister) is Lister
+    generic = factory.for_resource("apps", "v1", "deployments", object_type=Deployment)
+    assert generic.resource == lookup("deployments")
+
+
+def test_the_builder_refuses_a_manager_without_a_factory() -> None:
+    from informers.controller import ControllerBuilder
+    from informers.manager import Manager
+
+    with pytest.raises(ValueError) as info:
+        ControllerBuilder(Manager())
+    assert str(info.value) == ("the manager has no informer factory: create it with an "
+                               "api_client or a factory")
+
+
+def test_a_reconciler_factory_annotated_with_typed_listers_gets_the_listers() -> None:
+    """``def make(listers: Listers[Website])`` (a postponed, subscripted annotation) is told
+    apart from a reconcile as ``Listers`` is."""
+    from kubernetes.client import ApiClient
+
+    from informers.controller import ControllerBuilder, Listers, Request
+    from informers.factory import SharedInformerFactory
+    from informers.manager import Manager
+    from informers.resources import Resource
+
+    websites = Resource("example.com", "v1", "websites", "Website", namespaced=True)
+    got: list[object] = []
+
+    def make(given: Listers[dict[str, object]]) -> Callable[[Request], None]:
+        got.append(given)
+        return lambda request: None
+
+    make.__annotations__["given"] = "Listers[Website]"  # as `from __future__` leaves it
+    manager = Manager(factory=SharedInformerFactory(ApiClient()))
+    builder = ControllerBuilder(manager).for_(websites)
+    builder.complete(make)
+    assert got == [builder.listers]
