@@ -262,7 +262,8 @@ MARKED = [page for page in pages() if examples(page)]
 
 
 def test_the_marked_pages_are_the_ones_expected() -> None:
-    assert sorted(p.name for p in MARKED) == ["getting-started.md", "testing.md", "tutorial.md"]
+    assert sorted(p.name for p in MARKED) == ["getting-started.md", "testing.md", "tutorial.md",
+                                              "typed-objects.md"]
 
 
 @pytest.mark.slow
