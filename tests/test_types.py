@@ -74,13 +74,13 @@ def test_the_kinds_and_their_parts_are_there() -> None:
     assert core_v1.Pod.__total__ is False
     assert set(meta_v1.ListMeta.__annotations__) == {
         "selfLink", "resourceVersion", "continue", "remainingItemCount", "shardInfo"}
-    assert core_v1.PodList.__annotations__["items"].__forward_arg__ == "list[Pod]"
+    assert core_v1.PodList.__annotations__["items"] == list[core_v1.Pod]
     # the Go types' JSON names, embedded structs merged (Volume inlines VolumeSource)
     assert {"name", "configMap", "emptyDir", "secret"} <= core_v1.Volume.__annotations__.keys()
     # the two EndpointPorts stay apart: core/v1's in Endpoints, discovery/v1's in slices
     assert "appProtocol" in discovery_v1.EndpointPort.__annotations__
-    assert discovery_v1.EndpointSlice.__annotations__["ports"].__forward_arg__ == (
-        "list[EndpointPort]")
+    assert discovery_v1.EndpointSlice.__annotations__["ports"] == list[discovery_v1.EndpointPort]
+    assert core_v1.EndpointSubset.__annotations__["ports"] == list[core_v1.EndpointPort]
 
 
 def test_objects_stay_plain_dicts() -> None:

@@ -2,8 +2,6 @@
 tools/typed-objects/generate.py from informers/testing/api_schema.json: do not edit.
 """
 
-from __future__ import annotations
-
 from typing import TypedDict
 
 from informers.types.core_v1 import PersistentVolumeClaim, PodTemplateSpec
@@ -41,6 +39,50 @@ __all__ = [
 ]
 
 
+class RollingUpdateDaemonSet(TypedDict, total=False):
+    """``apps/v1.RollingUpdateDaemonSet`` (k8s.io/api v0.36.3)."""
+    maxUnavailable: int | str
+    maxSurge: int | str
+
+
+class DaemonSetUpdateStrategy(TypedDict, total=False):
+    """``apps/v1.DaemonSetUpdateStrategy`` (k8s.io/api v0.36.3)."""
+    type: str
+    rollingUpdate: RollingUpdateDaemonSet
+
+
+class DaemonSetSpec(TypedDict, total=False):
+    """``apps/v1.DaemonSetSpec`` (k8s.io/api v0.36.3)."""
+    selector: LabelSelector
+    template: PodTemplateSpec
+    updateStrategy: DaemonSetUpdateStrategy
+    minReadySeconds: int
+    revisionHistoryLimit: int
+
+
+class DaemonSetCondition(TypedDict, total=False):
+    """``apps/v1.DaemonSetCondition`` (k8s.io/api v0.36.3)."""
+    type: str
+    status: str
+    lastTransitionTime: str
+    reason: str
+    message: str
+
+
+class DaemonSetStatus(TypedDict, total=False):
+    """``apps/v1.DaemonSetStatus`` (k8s.io/api v0.36.3)."""
+    currentNumberScheduled: int
+    numberMisscheduled: int
+    desiredNumberScheduled: int
+    numberReady: int
+    observedGeneration: int
+    updatedNumberScheduled: int
+    numberAvailable: int
+    numberUnavailable: int
+    collisionCount: int
+    conditions: list[DaemonSetCondition]
+
+
 class DaemonSet(TypedDict, total=False):
     """DaemonSet (apps/v1): ``apps/v1.DaemonSet`` (k8s.io/api v0.36.3)."""
     apiVersion: str
@@ -58,48 +100,51 @@ class DaemonSetList(TypedDict, total=False):
     items: list[DaemonSet]
 
 
-class DaemonSetSpec(TypedDict, total=False):
-    """``apps/v1.DaemonSetSpec`` (k8s.io/api v0.36.3)."""
-    selector: LabelSelector
-    template: PodTemplateSpec
-    updateStrategy: DaemonSetUpdateStrategy
-    minReadySeconds: int
-    revisionHistoryLimit: int
-
-
-class DaemonSetUpdateStrategy(TypedDict, total=False):
-    """``apps/v1.DaemonSetUpdateStrategy`` (k8s.io/api v0.36.3)."""
-    type: str
-    rollingUpdate: RollingUpdateDaemonSet
-
-
-class RollingUpdateDaemonSet(TypedDict, total=False):
-    """``apps/v1.RollingUpdateDaemonSet`` (k8s.io/api v0.36.3)."""
+class RollingUpdateDeployment(TypedDict, total=False):
+    """``apps/v1.RollingUpdateDeployment`` (k8s.io/api v0.36.3)."""
     maxUnavailable: int | str
     maxSurge: int | str
 
 
-class DaemonSetStatus(TypedDict, total=False):
-    """``apps/v1.DaemonSetStatus`` (k8s.io/api v0.36.3)."""
-    currentNumberScheduled: int
-    numberMisscheduled: int
-    desiredNumberScheduled: int
-    numberReady: int
-    observedGeneration: int
-    updatedNumberScheduled: int
-    numberAvailable: int
-    numberUnavailable: int
-    collisionCount: int
-    conditions: list[DaemonSetCondition]
+class DeploymentStrategy(TypedDict, total=False):
+    """``apps/v1.DeploymentStrategy`` (k8s.io/api v0.36.3)."""
+    type: str
+    rollingUpdate: RollingUpdateDeployment
 
 
-class DaemonSetCondition(TypedDict, total=False):
-    """``apps/v1.DaemonSetCondition`` (k8s.io/api v0.36.3)."""
+class DeploymentSpec(TypedDict, total=False):
+    """``apps/v1.DeploymentSpec`` (k8s.io/api v0.36.3)."""
+    replicas: int
+    selector: LabelSelector
+    template: PodTemplateSpec
+    strategy: DeploymentStrategy
+    minReadySeconds: int
+    revisionHistoryLimit: int
+    paused: bool
+    progressDeadlineSeconds: int
+
+
+class DeploymentCondition(TypedDict, total=False):
+    """``apps/v1.DeploymentCondition`` (k8s.io/api v0.36.3)."""
     type: str
     status: str
-    lastTransitionTime: str
     reason: str
     message: str
+    lastUpdateTime: str
+    lastTransitionTime: str
+
+
+class DeploymentStatus(TypedDict, total=False):
+    """``apps/v1.DeploymentStatus`` (k8s.io/api v0.36.3)."""
+    observedGeneration: int
+    replicas: int
+    updatedReplicas: int
+    availableReplicas: int
+    unavailableReplicas: int
+    conditions: list[DeploymentCondition]
+    readyReplicas: int
+    collisionCount: int
+    terminatingReplicas: int
 
 
 class Deployment(TypedDict, total=False):
@@ -119,51 +164,32 @@ class DeploymentList(TypedDict, total=False):
     items: list[Deployment]
 
 
-class DeploymentSpec(TypedDict, total=False):
-    """``apps/v1.DeploymentSpec`` (k8s.io/api v0.36.3)."""
+class ReplicaSetSpec(TypedDict, total=False):
+    """``apps/v1.ReplicaSetSpec`` (k8s.io/api v0.36.3)."""
     replicas: int
     selector: LabelSelector
     template: PodTemplateSpec
-    strategy: DeploymentStrategy
     minReadySeconds: int
-    revisionHistoryLimit: int
-    paused: bool
-    progressDeadlineSeconds: int
 
 
-class DeploymentStrategy(TypedDict, total=False):
-    """``apps/v1.DeploymentStrategy`` (k8s.io/api v0.36.3)."""
-    type: str
-    rollingUpdate: RollingUpdateDeployment
-
-
-class RollingUpdateDeployment(TypedDict, total=False):
-    """``apps/v1.RollingUpdateDeployment`` (k8s.io/api v0.36.3)."""
-    maxUnavailable: int | str
-    maxSurge: int | str
-
-
-class DeploymentStatus(TypedDict, total=False):
-    """``apps/v1.DeploymentStatus`` (k8s.io/api v0.36.3)."""
-    observedGeneration: int
-    replicas: int
-    updatedReplicas: int
-    availableReplicas: int
-    unavailableReplicas: int
-    conditions: list[DeploymentCondition]
-    readyReplicas: int
-    collisionCount: int
-    terminatingReplicas: int
-
-
-class DeploymentCondition(TypedDict, total=False):
-    """``apps/v1.DeploymentCondition`` (k8s.io/api v0.36.3)."""
+class ReplicaSetCondition(TypedDict, total=False):
+    """``apps/v1.ReplicaSetCondition`` (k8s.io/api v0.36.3)."""
     type: str
     status: str
+    lastTransitionTime: str
     reason: str
     message: str
-    lastUpdateTime: str
-    lastTransitionTime: str
+
+
+class ReplicaSetStatus(TypedDict, total=False):
+    """``apps/v1.ReplicaSetStatus`` (k8s.io/api v0.36.3)."""
+    replicas: int
+    fullyLabeledReplicas: int
+    observedGeneration: int
+    readyReplicas: int
+    availableReplicas: int
+    conditions: list[ReplicaSetCondition]
+    terminatingReplicas: int
 
 
 class ReplicaSet(TypedDict, total=False):
@@ -183,49 +209,27 @@ class ReplicaSetList(TypedDict, total=False):
     items: list[ReplicaSet]
 
 
-class ReplicaSetSpec(TypedDict, total=False):
-    """``apps/v1.ReplicaSetSpec`` (k8s.io/api v0.36.3)."""
-    replicas: int
-    selector: LabelSelector
-    template: PodTemplateSpec
-    minReadySeconds: int
+class RollingUpdateStatefulSetStrategy(TypedDict, total=False):
+    """``apps/v1.RollingUpdateStatefulSetStrategy`` (k8s.io/api v0.36.3)."""
+    partition: int
+    maxUnavailable: int | str
 
 
-class ReplicaSetStatus(TypedDict, total=False):
-    """``apps/v1.ReplicaSetStatus`` (k8s.io/api v0.36.3)."""
-    replicas: int
-    fullyLabeledReplicas: int
-    observedGeneration: int
-    readyReplicas: int
-    availableReplicas: int
-    conditions: list[ReplicaSetCondition]
-    terminatingReplicas: int
-
-
-class ReplicaSetCondition(TypedDict, total=False):
-    """``apps/v1.ReplicaSetCondition`` (k8s.io/api v0.36.3)."""
+class StatefulSetUpdateStrategy(TypedDict, total=False):
+    """``apps/v1.StatefulSetUpdateStrategy`` (k8s.io/api v0.36.3)."""
     type: str
-    status: str
-    lastTransitionTime: str
-    reason: str
-    message: str
+    rollingUpdate: RollingUpdateStatefulSetStrategy
 
 
-class StatefulSet(TypedDict, total=False):
-    """StatefulSet (apps/v1): ``apps/v1.StatefulSet`` (k8s.io/api v0.36.3)."""
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
-    spec: StatefulSetSpec
-    status: StatefulSetStatus
+class StatefulSetPersistentVolumeClaimRetentionPolicy(TypedDict, total=False):
+    """``apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy`` (k8s.io/api v0.36.3)."""
+    whenDeleted: str
+    whenScaled: str
 
 
-class StatefulSetList(TypedDict, total=False):
-    """A list of StatefulSet (apps/v1)."""
-    apiVersion: str
-    kind: str
-    metadata: ListMeta
-    items: list[StatefulSet]
+class StatefulSetOrdinals(TypedDict, total=False):
+    """``apps/v1.StatefulSetOrdinals`` (k8s.io/api v0.36.3)."""
+    start: int
 
 
 class StatefulSetSpec(TypedDict, total=False):
@@ -243,27 +247,13 @@ class StatefulSetSpec(TypedDict, total=False):
     ordinals: StatefulSetOrdinals
 
 
-class StatefulSetUpdateStrategy(TypedDict, total=False):
-    """``apps/v1.StatefulSetUpdateStrategy`` (k8s.io/api v0.36.3)."""
+class StatefulSetCondition(TypedDict, total=False):
+    """``apps/v1.StatefulSetCondition`` (k8s.io/api v0.36.3)."""
     type: str
-    rollingUpdate: RollingUpdateStatefulSetStrategy
-
-
-class RollingUpdateStatefulSetStrategy(TypedDict, total=False):
-    """``apps/v1.RollingUpdateStatefulSetStrategy`` (k8s.io/api v0.36.3)."""
-    partition: int
-    maxUnavailable: int | str
-
-
-class StatefulSetPersistentVolumeClaimRetentionPolicy(TypedDict, total=False):
-    """``apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy`` (k8s.io/api v0.36.3)."""
-    whenDeleted: str
-    whenScaled: str
-
-
-class StatefulSetOrdinals(TypedDict, total=False):
-    """``apps/v1.StatefulSetOrdinals`` (k8s.io/api v0.36.3)."""
-    start: int
+    status: str
+    lastTransitionTime: str
+    reason: str
+    message: str
 
 
 class StatefulSetStatus(TypedDict, total=False):
@@ -280,10 +270,18 @@ class StatefulSetStatus(TypedDict, total=False):
     availableReplicas: int
 
 
-class StatefulSetCondition(TypedDict, total=False):
-    """``apps/v1.StatefulSetCondition`` (k8s.io/api v0.36.3)."""
-    type: str
-    status: str
-    lastTransitionTime: str
-    reason: str
-    message: str
+class StatefulSet(TypedDict, total=False):
+    """StatefulSet (apps/v1): ``apps/v1.StatefulSet`` (k8s.io/api v0.36.3)."""
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: StatefulSetSpec
+    status: StatefulSetStatus
+
+
+class StatefulSetList(TypedDict, total=False):
+    """A list of StatefulSet (apps/v1)."""
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    items: list[StatefulSet]

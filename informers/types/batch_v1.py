@@ -2,8 +2,6 @@
 tools/typed-objects/generate.py from informers/testing/api_schema.json: do not edit.
 """
 
-from __future__ import annotations
-
 from typing import TypedDict
 
 from informers.types.core_v1 import PodTemplateSpec
@@ -25,21 +23,40 @@ __all__ = [
 ]
 
 
-class Job(TypedDict, total=False):
-    """Job (batch/v1): ``batch/v1.Job`` (k8s.io/api v0.36.3)."""
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
-    spec: JobSpec
-    status: JobStatus
+class PodFailurePolicyOnExitCodesRequirement(TypedDict, total=False):
+    """``batch/v1.PodFailurePolicyOnExitCodesRequirement`` (k8s.io/api v0.36.3)."""
+    containerName: str
+    operator: str
+    values: list[int]
 
 
-class JobList(TypedDict, total=False):
-    """A list of Job (batch/v1)."""
-    apiVersion: str
-    kind: str
-    metadata: ListMeta
-    items: list[Job]
+class PodFailurePolicyOnPodConditionsPattern(TypedDict, total=False):
+    """``batch/v1.PodFailurePolicyOnPodConditionsPattern`` (k8s.io/api v0.36.3)."""
+    type: str
+    status: str
+
+
+class PodFailurePolicyRule(TypedDict, total=False):
+    """``batch/v1.PodFailurePolicyRule`` (k8s.io/api v0.36.3)."""
+    action: str
+    onExitCodes: PodFailurePolicyOnExitCodesRequirement
+    onPodConditions: list[PodFailurePolicyOnPodConditionsPattern]
+
+
+class PodFailurePolicy(TypedDict, total=False):
+    """``batch/v1.PodFailurePolicy`` (k8s.io/api v0.36.3)."""
+    rules: list[PodFailurePolicyRule]
+
+
+class SuccessPolicyRule(TypedDict, total=False):
+    """``batch/v1.SuccessPolicyRule`` (k8s.io/api v0.36.3)."""
+    succeededIndexes: str
+    succeededCount: int
+
+
+class SuccessPolicy(TypedDict, total=False):
+    """``batch/v1.SuccessPolicy`` (k8s.io/api v0.36.3)."""
+    rules: list[SuccessPolicyRule]
 
 
 class JobSpec(TypedDict, total=False):
@@ -62,40 +79,20 @@ class JobSpec(TypedDict, total=False):
     successPolicy: SuccessPolicy
 
 
-class PodFailurePolicy(TypedDict, total=False):
-    """``batch/v1.PodFailurePolicy`` (k8s.io/api v0.36.3)."""
-    rules: list[PodFailurePolicyRule]
-
-
-class PodFailurePolicyRule(TypedDict, total=False):
-    """``batch/v1.PodFailurePolicyRule`` (k8s.io/api v0.36.3)."""
-    action: str
-    onExitCodes: PodFailurePolicyOnExitCodesRequirement
-    onPodConditions: list[PodFailurePolicyOnPodConditionsPattern]
-
-
-class PodFailurePolicyOnExitCodesRequirement(TypedDict, total=False):
-    """``batch/v1.PodFailurePolicyOnExitCodesRequirement`` (k8s.io/api v0.36.3)."""
-    containerName: str
-    operator: str
-    values: list[int]
-
-
-class PodFailurePolicyOnPodConditionsPattern(TypedDict, total=False):
-    """``batch/v1.PodFailurePolicyOnPodConditionsPattern`` (k8s.io/api v0.36.3)."""
+class JobCondition(TypedDict, total=False):
+    """``batch/v1.JobCondition`` (k8s.io/api v0.36.3)."""
     type: str
     status: str
+    lastProbeTime: str
+    lastTransitionTime: str
+    reason: str
+    message: str
 
 
-class SuccessPolicy(TypedDict, total=False):
-    """``batch/v1.SuccessPolicy`` (k8s.io/api v0.36.3)."""
-    rules: list[SuccessPolicyRule]
-
-
-class SuccessPolicyRule(TypedDict, total=False):
-    """``batch/v1.SuccessPolicyRule`` (k8s.io/api v0.36.3)."""
-    succeededIndexes: str
-    succeededCount: int
+class UncountedTerminatedPods(TypedDict, total=False):
+    """``batch/v1.UncountedTerminatedPods`` (k8s.io/api v0.36.3)."""
+    succeeded: list[str]
+    failed: list[str]
 
 
 class JobStatus(TypedDict, total=False):
@@ -113,17 +110,18 @@ class JobStatus(TypedDict, total=False):
     terminating: int
 
 
-class JobCondition(TypedDict, total=False):
-    """``batch/v1.JobCondition`` (k8s.io/api v0.36.3)."""
-    type: str
-    status: str
-    lastProbeTime: str
-    lastTransitionTime: str
-    reason: str
-    message: str
+class Job(TypedDict, total=False):
+    """Job (batch/v1): ``batch/v1.Job`` (k8s.io/api v0.36.3)."""
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: JobSpec
+    status: JobStatus
 
 
-class UncountedTerminatedPods(TypedDict, total=False):
-    """``batch/v1.UncountedTerminatedPods`` (k8s.io/api v0.36.3)."""
-    succeeded: list[str]
-    failed: list[str]
+class JobList(TypedDict, total=False):
+    """A list of Job (batch/v1)."""
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    items: list[Job]

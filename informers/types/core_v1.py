@@ -2,8 +2,6 @@
 tools/typed-objects/generate.py from informers/testing/api_schema.json: do not edit.
 """
 
-from __future__ import annotations
-
 from typing import TypedDict
 
 from informers.types.meta_v1 import Condition, LabelSelector, ListMeta, ObjectMeta
@@ -233,6 +231,40 @@ class ConfigMapList(TypedDict, total=False):
     items: list[ConfigMap]
 
 
+class ObjectReference(TypedDict, total=False):
+    """``core/v1.ObjectReference`` (k8s.io/api v0.36.3)."""
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    apiVersion: str
+    resourceVersion: str
+    fieldPath: str
+
+
+class EndpointAddress(TypedDict, total=False):
+    """``core/v1.EndpointAddress`` (k8s.io/api v0.36.3)."""
+    ip: str
+    targetRef: ObjectReference
+    hostname: str
+    nodeName: str
+
+
+class EndpointPort(TypedDict, total=False):
+    """``core/v1.EndpointPort`` (k8s.io/api v0.36.3)."""
+    name: str
+    port: int
+    protocol: str
+    appProtocol: str
+
+
+class EndpointSubset(TypedDict, total=False):
+    """``core/v1.EndpointSubset`` (k8s.io/api v0.36.3)."""
+    addresses: list[EndpointAddress]
+    notReadyAddresses: list[EndpointAddress]
+    ports: list[EndpointPort]
+
+
 class Endpoints(TypedDict, total=False):
     """Endpoints (v1): ``core/v1.Endpoints`` (k8s.io/api v0.36.3)."""
     apiVersion: str
@@ -249,38 +281,16 @@ class EndpointsList(TypedDict, total=False):
     items: list[Endpoints]
 
 
-class EndpointSubset(TypedDict, total=False):
-    """``core/v1.EndpointSubset`` (k8s.io/api v0.36.3)."""
-    addresses: list[EndpointAddress]
-    notReadyAddresses: list[EndpointAddress]
-    ports: list[EndpointPort]
+class EventSource(TypedDict, total=False):
+    """``core/v1.EventSource`` (k8s.io/api v0.36.3)."""
+    component: str
+    host: str
 
 
-class EndpointAddress(TypedDict, total=False):
-    """``core/v1.EndpointAddress`` (k8s.io/api v0.36.3)."""
-    ip: str
-    targetRef: ObjectReference
-    hostname: str
-    nodeName: str
-
-
-class ObjectReference(TypedDict, total=False):
-    """``core/v1.ObjectReference`` (k8s.io/api v0.36.3)."""
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    apiVersion: str
-    resourceVersion: str
-    fieldPath: str
-
-
-class EndpointPort(TypedDict, total=False):
-    """``core/v1.EndpointPort`` (k8s.io/api v0.36.3)."""
-    name: str
-    port: int
-    protocol: str
-    appProtocol: str
+class EventSeries(TypedDict, total=False):
+    """``core/v1.EventSeries`` (k8s.io/api v0.36.3)."""
+    count: int
+    lastObservedTime: str
 
 
 class Event(TypedDict, total=False):
@@ -312,16 +322,24 @@ class EventList(TypedDict, total=False):
     items: list[Event]
 
 
-class EventSource(TypedDict, total=False):
-    """``core/v1.EventSource`` (k8s.io/api v0.36.3)."""
-    component: str
-    host: str
+class NamespaceSpec(TypedDict, total=False):
+    """``core/v1.NamespaceSpec`` (k8s.io/api v0.36.3)."""
+    finalizers: list[str]
 
 
-class EventSeries(TypedDict, total=False):
-    """``core/v1.EventSeries`` (k8s.io/api v0.36.3)."""
-    count: int
-    lastObservedTime: str
+class NamespaceCondition(TypedDict, total=False):
+    """``core/v1.NamespaceCondition`` (k8s.io/api v0.36.3)."""
+    type: str
+    status: str
+    lastTransitionTime: str
+    reason: str
+    message: str
+
+
+class NamespaceStatus(TypedDict, total=False):
+    """``core/v1.NamespaceStatus`` (k8s.io/api v0.36.3)."""
+    phase: str
+    conditions: list[NamespaceCondition]
 
 
 class Namespace(TypedDict, total=False):
@@ -341,65 +359,12 @@ class NamespaceList(TypedDict, total=False):
     items: list[Namespace]
 
 
-class NamespaceSpec(TypedDict, total=False):
-    """``core/v1.NamespaceSpec`` (k8s.io/api v0.36.3)."""
-    finalizers: list[str]
-
-
-class NamespaceStatus(TypedDict, total=False):
-    """``core/v1.NamespaceStatus`` (k8s.io/api v0.36.3)."""
-    phase: str
-    conditions: list[NamespaceCondition]
-
-
-class NamespaceCondition(TypedDict, total=False):
-    """``core/v1.NamespaceCondition`` (k8s.io/api v0.36.3)."""
-    type: str
-    status: str
-    lastTransitionTime: str
-    reason: str
-    message: str
-
-
-class Node(TypedDict, total=False):
-    """Node (v1): ``core/v1.Node`` (k8s.io/api v0.36.3)."""
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
-    spec: NodeSpec
-    status: NodeStatus
-
-
-class NodeList(TypedDict, total=False):
-    """A list of Node (v1)."""
-    apiVersion: str
-    kind: str
-    metadata: ListMeta
-    items: list[Node]
-
-
-class NodeSpec(TypedDict, total=False):
-    """``core/v1.NodeSpec`` (k8s.io/api v0.36.3)."""
-    podCIDR: str
-    externalID: str
-    providerID: str
-    unschedulable: bool
-    taints: list[Taint]
-    configSource: NodeConfigSource
-    podCIDRs: list[str]
-
-
 class Taint(TypedDict, total=False):
     """``core/v1.Taint`` (k8s.io/api v0.36.3)."""
     key: str
     value: str
     effect: str
     timeAdded: str
-
-
-class NodeConfigSource(TypedDict, total=False):
-    """``core/v1.NodeConfigSource`` (k8s.io/api v0.36.3)."""
-    configMap: ConfigMapNodeConfigSource
 
 
 class ConfigMapNodeConfigSource(TypedDict, total=False):
@@ -411,22 +376,20 @@ class ConfigMapNodeConfigSource(TypedDict, total=False):
     kubeletConfigKey: str
 
 
-class NodeStatus(TypedDict, total=False):
-    """``core/v1.NodeStatus`` (k8s.io/api v0.36.3)."""
-    capacity: dict[str, str]
-    allocatable: dict[str, str]
-    phase: str
-    conditions: list[NodeCondition]
-    addresses: list[NodeAddress]
-    daemonEndpoints: NodeDaemonEndpoints
-    nodeInfo: NodeSystemInfo
-    images: list[ContainerImage]
-    volumesInUse: list[str]
-    volumesAttached: list[AttachedVolume]
-    config: NodeConfigStatus
-    runtimeHandlers: list[NodeRuntimeHandler]
-    features: NodeFeatures
-    declaredFeatures: list[str]
+class NodeConfigSource(TypedDict, total=False):
+    """``core/v1.NodeConfigSource`` (k8s.io/api v0.36.3)."""
+    configMap: ConfigMapNodeConfigSource
+
+
+class NodeSpec(TypedDict, total=False):
+    """``core/v1.NodeSpec`` (k8s.io/api v0.36.3)."""
+    podCIDR: str
+    externalID: str
+    providerID: str
+    unschedulable: bool
+    taints: list[Taint]
+    configSource: NodeConfigSource
+    podCIDRs: list[str]
 
 
 class NodeCondition(TypedDict, total=False):
@@ -445,14 +408,19 @@ class NodeAddress(TypedDict, total=False):
     address: str
 
 
+class DaemonEndpoint(TypedDict, total=False):
+    """``core/v1.DaemonEndpoint`` (k8s.io/api v0.36.3)."""
+    Port: int
+
+
 class NodeDaemonEndpoints(TypedDict, total=False):
     """``core/v1.NodeDaemonEndpoints`` (k8s.io/api v0.36.3)."""
     kubeletEndpoint: DaemonEndpoint
 
 
-class DaemonEndpoint(TypedDict, total=False):
-    """``core/v1.DaemonEndpoint`` (k8s.io/api v0.36.3)."""
-    Port: int
+class NodeSwapStatus(TypedDict, total=False):
+    """``core/v1.NodeSwapStatus`` (k8s.io/api v0.36.3)."""
+    capacity: int
 
 
 class NodeSystemInfo(TypedDict, total=False):
@@ -468,11 +436,6 @@ class NodeSystemInfo(TypedDict, total=False):
     operatingSystem: str
     architecture: str
     swap: NodeSwapStatus
-
-
-class NodeSwapStatus(TypedDict, total=False):
-    """``core/v1.NodeSwapStatus`` (k8s.io/api v0.36.3)."""
-    capacity: int
 
 
 class ContainerImage(TypedDict, total=False):
@@ -495,16 +458,16 @@ class NodeConfigStatus(TypedDict, total=False):
     error: str
 
 
-class NodeRuntimeHandler(TypedDict, total=False):
-    """``core/v1.NodeRuntimeHandler`` (k8s.io/api v0.36.3)."""
-    name: str
-    features: NodeRuntimeHandlerFeatures
-
-
 class NodeRuntimeHandlerFeatures(TypedDict, total=False):
     """``core/v1.NodeRuntimeHandlerFeatures`` (k8s.io/api v0.36.3)."""
     recursiveReadOnlyMounts: bool
     userNamespaces: bool
+
+
+class NodeRuntimeHandler(TypedDict, total=False):
+    """``core/v1.NodeRuntimeHandler`` (k8s.io/api v0.36.3)."""
+    name: str
+    features: NodeRuntimeHandlerFeatures
 
 
 class NodeFeatures(TypedDict, total=False):
@@ -512,56 +475,39 @@ class NodeFeatures(TypedDict, total=False):
     supplementalGroupsPolicy: bool
 
 
-class PersistentVolume(TypedDict, total=False):
-    """PersistentVolume (v1): ``core/v1.PersistentVolume`` (k8s.io/api v0.36.3)."""
+class NodeStatus(TypedDict, total=False):
+    """``core/v1.NodeStatus`` (k8s.io/api v0.36.3)."""
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    phase: str
+    conditions: list[NodeCondition]
+    addresses: list[NodeAddress]
+    daemonEndpoints: NodeDaemonEndpoints
+    nodeInfo: NodeSystemInfo
+    images: list[ContainerImage]
+    volumesInUse: list[str]
+    volumesAttached: list[AttachedVolume]
+    config: NodeConfigStatus
+    runtimeHandlers: list[NodeRuntimeHandler]
+    features: NodeFeatures
+    declaredFeatures: list[str]
+
+
+class Node(TypedDict, total=False):
+    """Node (v1): ``core/v1.Node`` (k8s.io/api v0.36.3)."""
     apiVersion: str
     kind: str
     metadata: ObjectMeta
-    spec: PersistentVolumeSpec
-    status: PersistentVolumeStatus
+    spec: NodeSpec
+    status: NodeStatus
 
 
-class PersistentVolumeList(TypedDict, total=False):
-    """A list of PersistentVolume (v1)."""
+class NodeList(TypedDict, total=False):
+    """A list of Node (v1)."""
     apiVersion: str
     kind: str
     metadata: ListMeta
-    items: list[PersistentVolume]
-
-
-class PersistentVolumeSpec(TypedDict, total=False):
-    """``core/v1.PersistentVolumeSpec`` (k8s.io/api v0.36.3)."""
-    capacity: dict[str, str]
-    gcePersistentDisk: GCEPersistentDiskVolumeSource
-    awsElasticBlockStore: AWSElasticBlockStoreVolumeSource
-    hostPath: HostPathVolumeSource
-    glusterfs: GlusterfsPersistentVolumeSource
-    nfs: NFSVolumeSource
-    rbd: RBDPersistentVolumeSource
-    iscsi: ISCSIPersistentVolumeSource
-    cinder: CinderPersistentVolumeSource
-    cephfs: CephFSPersistentVolumeSource
-    fc: FCVolumeSource
-    flocker: FlockerVolumeSource
-    flexVolume: FlexPersistentVolumeSource
-    azureFile: AzureFilePersistentVolumeSource
-    vsphereVolume: VsphereVirtualDiskVolumeSource
-    quobyte: QuobyteVolumeSource
-    azureDisk: AzureDiskVolumeSource
-    photonPersistentDisk: PhotonPersistentDiskVolumeSource
-    portworxVolume: PortworxVolumeSource
-    scaleIO: ScaleIOPersistentVolumeSource
-    local: LocalVolumeSource
-    storageos: StorageOSPersistentVolumeSource
-    csi: CSIPersistentVolumeSource
-    accessModes: list[str]
-    claimRef: ObjectReference
-    persistentVolumeReclaimPolicy: str
-    storageClassName: str
-    mountOptions: list[str]
-    volumeMode: str
-    nodeAffinity: VolumeNodeAffinity
-    volumeAttributesClassName: str
+    items: list[Node]
 
 
 class GCEPersistentDiskVolumeSource(TypedDict, total=False):
@@ -601,6 +547,12 @@ class NFSVolumeSource(TypedDict, total=False):
     readOnly: bool
 
 
+class SecretReference(TypedDict, total=False):
+    """``core/v1.SecretReference`` (k8s.io/api v0.36.3)."""
+    name: str
+    namespace: str
+
+
 class RBDPersistentVolumeSource(TypedDict, total=False):
     """``core/v1.RBDPersistentVolumeSource`` (k8s.io/api v0.36.3)."""
     monitors: list[str]
@@ -611,12 +563,6 @@ class RBDPersistentVolumeSource(TypedDict, total=False):
     keyring: str
     secretRef: SecretReference
     readOnly: bool
-
-
-class SecretReference(TypedDict, total=False):
-    """``core/v1.SecretReference`` (k8s.io/api v0.36.3)."""
-    name: str
-    namespace: str
 
 
 class ISCSIPersistentVolumeSource(TypedDict, total=False):
@@ -768,14 +714,11 @@ class CSIPersistentVolumeSource(TypedDict, total=False):
     nodeExpandSecretRef: SecretReference
 
 
-class VolumeNodeAffinity(TypedDict, total=False):
-    """``core/v1.VolumeNodeAffinity`` (k8s.io/api v0.36.3)."""
-    required: NodeSelector
-
-
-class NodeSelector(TypedDict, total=False):
-    """``core/v1.NodeSelector`` (k8s.io/api v0.36.3)."""
-    nodeSelectorTerms: list[NodeSelectorTerm]
+class NodeSelectorRequirement(TypedDict, total=False):
+    """``core/v1.NodeSelectorRequirement`` (k8s.io/api v0.36.3)."""
+    key: str
+    operator: str
+    values: list[str]
 
 
 class NodeSelectorTerm(TypedDict, total=False):
@@ -784,11 +727,49 @@ class NodeSelectorTerm(TypedDict, total=False):
     matchFields: list[NodeSelectorRequirement]
 
 
-class NodeSelectorRequirement(TypedDict, total=False):
-    """``core/v1.NodeSelectorRequirement`` (k8s.io/api v0.36.3)."""
-    key: str
-    operator: str
-    values: list[str]
+class NodeSelector(TypedDict, total=False):
+    """``core/v1.NodeSelector`` (k8s.io/api v0.36.3)."""
+    nodeSelectorTerms: list[NodeSelectorTerm]
+
+
+class VolumeNodeAffinity(TypedDict, total=False):
+    """``core/v1.VolumeNodeAffinity`` (k8s.io/api v0.36.3)."""
+    required: NodeSelector
+
+
+class PersistentVolumeSpec(TypedDict, total=False):
+    """``core/v1.PersistentVolumeSpec`` (k8s.io/api v0.36.3)."""
+    capacity: dict[str, str]
+    gcePersistentDisk: GCEPersistentDiskVolumeSource
+    awsElasticBlockStore: AWSElasticBlockStoreVolumeSource
+    hostPath: HostPathVolumeSource
+    glusterfs: GlusterfsPersistentVolumeSource
+    nfs: NFSVolumeSource
+    rbd: RBDPersistentVolumeSource
+    iscsi: ISCSIPersistentVolumeSource
+    cinder: CinderPersistentVolumeSource
+    cephfs: CephFSPersistentVolumeSource
+    fc: FCVolumeSource
+    flocker: FlockerVolumeSource
+    flexVolume: FlexPersistentVolumeSource
+    azureFile: AzureFilePersistentVolumeSource
+    vsphereVolume: VsphereVirtualDiskVolumeSource
+    quobyte: QuobyteVolumeSource
+    azureDisk: AzureDiskVolumeSource
+    photonPersistentDisk: PhotonPersistentDiskVolumeSource
+    portworxVolume: PortworxVolumeSource
+    scaleIO: ScaleIOPersistentVolumeSource
+    local: LocalVolumeSource
+    storageos: StorageOSPersistentVolumeSource
+    csi: CSIPersistentVolumeSource
+    accessModes: list[str]
+    claimRef: ObjectReference
+    persistentVolumeReclaimPolicy: str
+    storageClassName: str
+    mountOptions: list[str]
+    volumeMode: str
+    nodeAffinity: VolumeNodeAffinity
+    volumeAttributesClassName: str
 
 
 class PersistentVolumeStatus(TypedDict, total=False):
@@ -799,34 +780,21 @@ class PersistentVolumeStatus(TypedDict, total=False):
     lastPhaseTransitionTime: str
 
 
-class PersistentVolumeClaim(TypedDict, total=False):
-    """PersistentVolumeClaim (v1): ``core/v1.PersistentVolumeClaim`` (k8s.io/api v0.36.3)."""
+class PersistentVolume(TypedDict, total=False):
+    """PersistentVolume (v1): ``core/v1.PersistentVolume`` (k8s.io/api v0.36.3)."""
     apiVersion: str
     kind: str
     metadata: ObjectMeta
-    spec: PersistentVolumeClaimSpec
-    status: PersistentVolumeClaimStatus
+    spec: PersistentVolumeSpec
+    status: PersistentVolumeStatus
 
 
-class PersistentVolumeClaimList(TypedDict, total=False):
-    """A list of PersistentVolumeClaim (v1)."""
+class PersistentVolumeList(TypedDict, total=False):
+    """A list of PersistentVolume (v1)."""
     apiVersion: str
     kind: str
     metadata: ListMeta
-    items: list[PersistentVolumeClaim]
-
-
-class PersistentVolumeClaimSpec(TypedDict, total=False):
-    """``core/v1.PersistentVolumeClaimSpec`` (k8s.io/api v0.36.3)."""
-    accessModes: list[str]
-    resources: VolumeResourceRequirements
-    volumeName: str
-    selector: LabelSelector
-    storageClassName: str
-    volumeMode: str
-    dataSource: TypedLocalObjectReference
-    dataSourceRef: TypedObjectReference
-    volumeAttributesClassName: str
+    items: list[PersistentVolume]
 
 
 class VolumeResourceRequirements(TypedDict, total=False):
@@ -850,16 +818,17 @@ class TypedObjectReference(TypedDict, total=False):
     namespace: str
 
 
-class PersistentVolumeClaimStatus(TypedDict, total=False):
-    """``core/v1.PersistentVolumeClaimStatus`` (k8s.io/api v0.36.3)."""
-    phase: str
+class PersistentVolumeClaimSpec(TypedDict, total=False):
+    """``core/v1.PersistentVolumeClaimSpec`` (k8s.io/api v0.36.3)."""
     accessModes: list[str]
-    capacity: dict[str, str]
-    conditions: list[PersistentVolumeClaimCondition]
-    allocatedResources: dict[str, str]
-    allocatedResourceStatuses: dict[str, str]
-    currentVolumeAttributesClassName: str
-    modifyVolumeStatus: ModifyVolumeStatus
+    resources: VolumeResourceRequirements
+    volumeName: str
+    selector: LabelSelector
+    storageClassName: str
+    volumeMode: str
+    dataSource: TypedLocalObjectReference
+    dataSourceRef: TypedObjectReference
+    volumeAttributesClassName: str
 
 
 class PersistentVolumeClaimCondition(TypedDict, total=False):
@@ -878,102 +847,33 @@ class ModifyVolumeStatus(TypedDict, total=False):
     status: str
 
 
-class Pod(TypedDict, total=False):
-    """Pod (v1): ``core/v1.Pod`` (k8s.io/api v0.36.3)."""
+class PersistentVolumeClaimStatus(TypedDict, total=False):
+    """``core/v1.PersistentVolumeClaimStatus`` (k8s.io/api v0.36.3)."""
+    phase: str
+    accessModes: list[str]
+    capacity: dict[str, str]
+    conditions: list[PersistentVolumeClaimCondition]
+    allocatedResources: dict[str, str]
+    allocatedResourceStatuses: dict[str, str]
+    currentVolumeAttributesClassName: str
+    modifyVolumeStatus: ModifyVolumeStatus
+
+
+class PersistentVolumeClaim(TypedDict, total=False):
+    """PersistentVolumeClaim (v1): ``core/v1.PersistentVolumeClaim`` (k8s.io/api v0.36.3)."""
     apiVersion: str
     kind: str
     metadata: ObjectMeta
-    spec: PodSpec
-    status: PodStatus
+    spec: PersistentVolumeClaimSpec
+    status: PersistentVolumeClaimStatus
 
 
-class PodList(TypedDict, total=False):
-    """A list of Pod (v1)."""
+class PersistentVolumeClaimList(TypedDict, total=False):
+    """A list of PersistentVolumeClaim (v1)."""
     apiVersion: str
     kind: str
     metadata: ListMeta
-    items: list[Pod]
-
-
-class PodSpec(TypedDict, total=False):
-    """``core/v1.PodSpec`` (k8s.io/api v0.36.3)."""
-    volumes: list[Volume]
-    containers: list[Container]
-    restartPolicy: str
-    terminationGracePeriodSeconds: int
-    activeDeadlineSeconds: int
-    dnsPolicy: str
-    nodeSelector: dict[str, str]
-    serviceAccountName: str
-    serviceAccount: str
-    nodeName: str
-    hostNetwork: bool
-    hostPID: bool
-    hostIPC: bool
-    securityContext: PodSecurityContext
-    imagePullSecrets: list[LocalObjectReference]
-    hostname: str
-    subdomain: str
-    affinity: Affinity
-    schedulerName: str
-    initContainers: list[Container]
-    automountServiceAccountToken: bool
-    tolerations: list[Toleration]
-    hostAliases: list[HostAlias]
-    priorityClassName: str
-    priority: int
-    dnsConfig: PodDNSConfig
-    shareProcessNamespace: bool
-    readinessGates: list[PodReadinessGate]
-    runtimeClassName: str
-    enableServiceLinks: bool
-    preemptionPolicy: str
-    overhead: dict[str, str]
-    topologySpreadConstraints: list[TopologySpreadConstraint]
-    ephemeralContainers: list[EphemeralContainer]
-    setHostnameAsFQDN: bool
-    os: PodOS
-    hostUsers: bool
-    schedulingGates: list[PodSchedulingGate]
-    resourceClaims: list[PodResourceClaim]
-    resources: ResourceRequirements
-    hostnameOverride: str
-    schedulingGroup: PodSchedulingGroup
-
-
-class Volume(TypedDict, total=False):
-    """``core/v1.Volume`` (k8s.io/api v0.36.3)."""
-    name: str
-    hostPath: HostPathVolumeSource
-    emptyDir: EmptyDirVolumeSource
-    gcePersistentDisk: GCEPersistentDiskVolumeSource
-    awsElasticBlockStore: AWSElasticBlockStoreVolumeSource
-    gitRepo: GitRepoVolumeSource
-    secret: SecretVolumeSource
-    nfs: NFSVolumeSource
-    iscsi: ISCSIVolumeSource
-    glusterfs: GlusterfsVolumeSource
-    persistentVolumeClaim: PersistentVolumeClaimVolumeSource
-    rbd: RBDVolumeSource
-    flexVolume: FlexVolumeSource
-    cinder: CinderVolumeSource
-    cephfs: CephFSVolumeSource
-    flocker: FlockerVolumeSource
-    downwardAPI: DownwardAPIVolumeSource
-    fc: FCVolumeSource
-    azureFile: AzureFileVolumeSource
-    configMap: ConfigMapVolumeSource
-    vsphereVolume: VsphereVirtualDiskVolumeSource
-    quobyte: QuobyteVolumeSource
-    azureDisk: AzureDiskVolumeSource
-    photonPersistentDisk: PhotonPersistentDiskVolumeSource
-    portworxVolume: PortworxVolumeSource
-    scaleIO: ScaleIOVolumeSource
-    projected: ProjectedVolumeSource
-    storageos: StorageOSVolumeSource
-    csi: CSIVolumeSource
-    ephemeral: EphemeralVolumeSource
-    image: ImageVolumeSource
+    items: list[PersistentVolumeClaim]
 
 
 class EmptyDirVolumeSource(TypedDict, total=False):
@@ -989,6 +889,13 @@ class GitRepoVolumeSource(TypedDict, total=False):
     directory: str
 
 
+class KeyToPath(TypedDict, total=False):
+    """``core/v1.KeyToPath`` (k8s.io/api v0.36.3)."""
+    key: str
+    path: str
+    mode: int
+
+
 class SecretVolumeSource(TypedDict, total=False):
     """``core/v1.SecretVolumeSource`` (k8s.io/api v0.36.3)."""
     secretName: str
@@ -997,11 +904,9 @@ class SecretVolumeSource(TypedDict, total=False):
     optional: bool
 
 
-class KeyToPath(TypedDict, total=False):
-    """``core/v1.KeyToPath`` (k8s.io/api v0.36.3)."""
-    key: str
-    path: str
-    mode: int
+class LocalObjectReference(TypedDict, total=False):
+    """``core/v1.LocalObjectReference`` (k8s.io/api v0.36.3)."""
+    name: str
 
 
 class ISCSIVolumeSource(TypedDict, total=False):
@@ -1017,11 +922,6 @@ class ISCSIVolumeSource(TypedDict, total=False):
     secretRef: LocalObjectReference
     chapAuthSession: bool
     initiatorName: str
-
-
-class LocalObjectReference(TypedDict, total=False):
-    """``core/v1.LocalObjectReference`` (k8s.io/api v0.36.3)."""
-    name: str
 
 
 class GlusterfsVolumeSource(TypedDict, total=False):
@@ -1076,20 +976,6 @@ class CephFSVolumeSource(TypedDict, total=False):
     readOnly: bool
 
 
-class DownwardAPIVolumeSource(TypedDict, total=False):
-    """``core/v1.DownwardAPIVolumeSource`` (k8s.io/api v0.36.3)."""
-    items: list[DownwardAPIVolumeFile]
-    defaultMode: int
-
-
-class DownwardAPIVolumeFile(TypedDict, total=False):
-    """``core/v1.DownwardAPIVolumeFile`` (k8s.io/api v0.36.3)."""
-    path: str
-    fieldRef: ObjectFieldSelector
-    resourceFieldRef: ResourceFieldSelector
-    mode: int
-
-
 class ObjectFieldSelector(TypedDict, total=False):
     """``core/v1.ObjectFieldSelector`` (k8s.io/api v0.36.3)."""
     apiVersion: str
@@ -1101,6 +987,20 @@ class ResourceFieldSelector(TypedDict, total=False):
     containerName: str
     resource: str
     divisor: str
+
+
+class DownwardAPIVolumeFile(TypedDict, total=False):
+    """``core/v1.DownwardAPIVolumeFile`` (k8s.io/api v0.36.3)."""
+    path: str
+    fieldRef: ObjectFieldSelector
+    resourceFieldRef: ResourceFieldSelector
+    mode: int
+
+
+class DownwardAPIVolumeSource(TypedDict, total=False):
+    """``core/v1.DownwardAPIVolumeSource`` (k8s.io/api v0.36.3)."""
+    items: list[DownwardAPIVolumeFile]
+    defaultMode: int
 
 
 class AzureFileVolumeSource(TypedDict, total=False):
@@ -1130,22 +1030,6 @@ class ScaleIOVolumeSource(TypedDict, total=False):
     volumeName: str
     fsType: str
     readOnly: bool
-
-
-class ProjectedVolumeSource(TypedDict, total=False):
-    """``core/v1.ProjectedVolumeSource`` (k8s.io/api v0.36.3)."""
-    sources: list[VolumeProjection]
-    defaultMode: int
-
-
-class VolumeProjection(TypedDict, total=False):
-    """``core/v1.VolumeProjection`` (k8s.io/api v0.36.3)."""
-    secret: SecretProjection
-    downwardAPI: DownwardAPIProjection
-    configMap: ConfigMapProjection
-    serviceAccountToken: ServiceAccountTokenProjection
-    clusterTrustBundle: ClusterTrustBundleProjection
-    podCertificate: PodCertificateProjection
 
 
 class SecretProjection(TypedDict, total=False):
@@ -1194,6 +1078,22 @@ class PodCertificateProjection(TypedDict, total=False):
     userAnnotations: dict[str, str]
 
 
+class VolumeProjection(TypedDict, total=False):
+    """``core/v1.VolumeProjection`` (k8s.io/api v0.36.3)."""
+    secret: SecretProjection
+    downwardAPI: DownwardAPIProjection
+    configMap: ConfigMapProjection
+    serviceAccountToken: ServiceAccountTokenProjection
+    clusterTrustBundle: ClusterTrustBundleProjection
+    podCertificate: PodCertificateProjection
+
+
+class ProjectedVolumeSource(TypedDict, total=False):
+    """``core/v1.ProjectedVolumeSource`` (k8s.io/api v0.36.3)."""
+    sources: list[VolumeProjection]
+    defaultMode: int
+
+
 class StorageOSVolumeSource(TypedDict, total=False):
     """``core/v1.StorageOSVolumeSource`` (k8s.io/api v0.36.3)."""
     volumeName: str
@@ -1212,15 +1112,15 @@ class CSIVolumeSource(TypedDict, total=False):
     nodePublishSecretRef: LocalObjectReference
 
 
-class EphemeralVolumeSource(TypedDict, total=False):
-    """``core/v1.EphemeralVolumeSource`` (k8s.io/api v0.36.3)."""
-    volumeClaimTemplate: PersistentVolumeClaimTemplate
-
-
 class PersistentVolumeClaimTemplate(TypedDict, total=False):
     """``core/v1.PersistentVolumeClaimTemplate`` (k8s.io/api v0.36.3)."""
     metadata: ObjectMeta
     spec: PersistentVolumeClaimSpec
+
+
+class EphemeralVolumeSource(TypedDict, total=False):
+    """``core/v1.EphemeralVolumeSource`` (k8s.io/api v0.36.3)."""
+    volumeClaimTemplate: PersistentVolumeClaimTemplate
 
 
 class ImageVolumeSource(TypedDict, total=False):
@@ -1229,33 +1129,39 @@ class ImageVolumeSource(TypedDict, total=False):
     pullPolicy: str
 
 
-class Container(TypedDict, total=False):
-    """``core/v1.Container`` (k8s.io/api v0.36.3)."""
+class Volume(TypedDict, total=False):
+    """``core/v1.Volume`` (k8s.io/api v0.36.3)."""
     name: str
-    image: str
-    command: list[str]
-    args: list[str]
-    workingDir: str
-    ports: list[ContainerPort]
-    env: list[EnvVar]
-    resources: ResourceRequirements
-    volumeMounts: list[VolumeMount]
-    livenessProbe: Probe
-    readinessProbe: Probe
-    lifecycle: Lifecycle
-    terminationMessagePath: str
-    imagePullPolicy: str
-    securityContext: SecurityContext
-    stdin: bool
-    stdinOnce: bool
-    tty: bool
-    envFrom: list[EnvFromSource]
-    terminationMessagePolicy: str
-    volumeDevices: list[VolumeDevice]
-    startupProbe: Probe
-    resizePolicy: list[ContainerResizePolicy]
-    restartPolicy: str
-    restartPolicyRules: list[ContainerRestartRule]
+    hostPath: HostPathVolumeSource
+    emptyDir: EmptyDirVolumeSource
+    gcePersistentDisk: GCEPersistentDiskVolumeSource
+    awsElasticBlockStore: AWSElasticBlockStoreVolumeSource
+    gitRepo: GitRepoVolumeSource
+    secret: SecretVolumeSource
+    nfs: NFSVolumeSource
+    iscsi: ISCSIVolumeSource
+    glusterfs: GlusterfsVolumeSource
+    persistentVolumeClaim: PersistentVolumeClaimVolumeSource
+    rbd: RBDVolumeSource
+    flexVolume: FlexVolumeSource
+    cinder: CinderVolumeSource
+    cephfs: CephFSVolumeSource
+    flocker: FlockerVolumeSource
+    downwardAPI: DownwardAPIVolumeSource
+    fc: FCVolumeSource
+    azureFile: AzureFileVolumeSource
+    configMap: ConfigMapVolumeSource
+    vsphereVolume: VsphereVirtualDiskVolumeSource
+    quobyte: QuobyteVolumeSource
+    azureDisk: AzureDiskVolumeSource
+    photonPersistentDisk: PhotonPersistentDiskVolumeSource
+    portworxVolume: PortworxVolumeSource
+    scaleIO: ScaleIOVolumeSource
+    projected: ProjectedVolumeSource
+    storageos: StorageOSVolumeSource
+    csi: CSIVolumeSource
+    ephemeral: EphemeralVolumeSource
+    image: ImageVolumeSource
 
 
 class ContainerPort(TypedDict, total=False):
@@ -1265,22 +1171,6 @@ class ContainerPort(TypedDict, total=False):
     containerPort: int
     protocol: str
     hostIP: str
-
-
-class EnvVar(TypedDict, total=False):
-    """``core/v1.EnvVar`` (k8s.io/api v0.36.3)."""
-    name: str
-    value: str
-    valueFrom: EnvVarSource
-
-
-class EnvVarSource(TypedDict, total=False):
-    """``core/v1.EnvVarSource`` (k8s.io/api v0.36.3)."""
-    fieldRef: ObjectFieldSelector
-    resourceFieldRef: ResourceFieldSelector
-    configMapKeyRef: ConfigMapKeySelector
-    secretKeyRef: SecretKeySelector
-    fileKeyRef: FileKeySelector
 
 
 class ConfigMapKeySelector(TypedDict, total=False):
@@ -1305,17 +1195,33 @@ class FileKeySelector(TypedDict, total=False):
     optional: bool
 
 
-class ResourceRequirements(TypedDict, total=False):
-    """``core/v1.ResourceRequirements`` (k8s.io/api v0.36.3)."""
-    limits: dict[str, str]
-    requests: dict[str, str]
-    claims: list[ResourceClaim]
+class EnvVarSource(TypedDict, total=False):
+    """``core/v1.EnvVarSource`` (k8s.io/api v0.36.3)."""
+    fieldRef: ObjectFieldSelector
+    resourceFieldRef: ResourceFieldSelector
+    configMapKeyRef: ConfigMapKeySelector
+    secretKeyRef: SecretKeySelector
+    fileKeyRef: FileKeySelector
+
+
+class EnvVar(TypedDict, total=False):
+    """``core/v1.EnvVar`` (k8s.io/api v0.36.3)."""
+    name: str
+    value: str
+    valueFrom: EnvVarSource
 
 
 class ResourceClaim(TypedDict, total=False):
     """``core/v1.ResourceClaim`` (k8s.io/api v0.36.3)."""
     name: str
     request: str
+
+
+class ResourceRequirements(TypedDict, total=False):
+    """``core/v1.ResourceRequirements`` (k8s.io/api v0.36.3)."""
+    limits: dict[str, str]
+    requests: dict[str, str]
+    claims: list[ResourceClaim]
 
 
 class VolumeMount(TypedDict, total=False):
@@ -1327,6 +1233,38 @@ class VolumeMount(TypedDict, total=False):
     mountPropagation: str
     subPathExpr: str
     recursiveReadOnly: str
+
+
+class ExecAction(TypedDict, total=False):
+    """``core/v1.ExecAction`` (k8s.io/api v0.36.3)."""
+    command: list[str]
+
+
+class HTTPHeader(TypedDict, total=False):
+    """``core/v1.HTTPHeader`` (k8s.io/api v0.36.3)."""
+    name: str
+    value: str
+
+
+class HTTPGetAction(TypedDict, total=False):
+    """``core/v1.HTTPGetAction`` (k8s.io/api v0.36.3)."""
+    path: str
+    port: int | str
+    host: str
+    scheme: str
+    httpHeaders: list[HTTPHeader]
+
+
+class TCPSocketAction(TypedDict, total=False):
+    """``core/v1.TCPSocketAction`` (k8s.io/api v0.36.3)."""
+    port: int | str
+    host: str
+
+
+class GRPCAction(TypedDict, total=False):
+    """``core/v1.GRPCAction`` (k8s.io/api v0.36.3)."""
+    port: int
+    service: str
 
 
 class Probe(TypedDict, total=False):
@@ -1343,43 +1281,9 @@ class Probe(TypedDict, total=False):
     terminationGracePeriodSeconds: int
 
 
-class ExecAction(TypedDict, total=False):
-    """``core/v1.ExecAction`` (k8s.io/api v0.36.3)."""
-    command: list[str]
-
-
-class HTTPGetAction(TypedDict, total=False):
-    """``core/v1.HTTPGetAction`` (k8s.io/api v0.36.3)."""
-    path: str
-    port: int | str
-    host: str
-    scheme: str
-    httpHeaders: list[HTTPHeader]
-
-
-class HTTPHeader(TypedDict, total=False):
-    """``core/v1.HTTPHeader`` (k8s.io/api v0.36.3)."""
-    name: str
-    value: str
-
-
-class TCPSocketAction(TypedDict, total=False):
-    """``core/v1.TCPSocketAction`` (k8s.io/api v0.36.3)."""
-    port: int | str
-    host: str
-
-
-class GRPCAction(TypedDict, total=False):
-    """``core/v1.GRPCAction`` (k8s.io/api v0.36.3)."""
-    port: int
-    service: str
-
-
-class Lifecycle(TypedDict, total=False):
-    """``core/v1.Lifecycle`` (k8s.io/api v0.36.3)."""
-    postStart: LifecycleHandler
-    preStop: LifecycleHandler
-    stopSignal: str
+class SleepAction(TypedDict, total=False):
+    """``core/v1.SleepAction`` (k8s.io/api v0.36.3)."""
+    seconds: int
 
 
 class LifecycleHandler(TypedDict, total=False):
@@ -1390,25 +1294,11 @@ class LifecycleHandler(TypedDict, total=False):
     sleep: SleepAction
 
 
-class SleepAction(TypedDict, total=False):
-    """``core/v1.SleepAction`` (k8s.io/api v0.36.3)."""
-    seconds: int
-
-
-class SecurityContext(TypedDict, total=False):
-    """``core/v1.SecurityContext`` (k8s.io/api v0.36.3)."""
-    capabilities: Capabilities
-    privileged: bool
-    seLinuxOptions: SELinuxOptions
-    runAsUser: int
-    runAsNonRoot: bool
-    readOnlyRootFilesystem: bool
-    allowPrivilegeEscalation: bool
-    runAsGroup: int
-    procMount: str
-    windowsOptions: WindowsSecurityContextOptions
-    seccompProfile: SeccompProfile
-    appArmorProfile: AppArmorProfile
+class Lifecycle(TypedDict, total=False):
+    """``core/v1.Lifecycle`` (k8s.io/api v0.36.3)."""
+    postStart: LifecycleHandler
+    preStop: LifecycleHandler
+    stopSignal: str
 
 
 class Capabilities(TypedDict, total=False):
@@ -1445,11 +1335,20 @@ class AppArmorProfile(TypedDict, total=False):
     localhostProfile: str
 
 
-class EnvFromSource(TypedDict, total=False):
-    """``core/v1.EnvFromSource`` (k8s.io/api v0.36.3)."""
-    prefix: str
-    configMapRef: ConfigMapEnvSource
-    secretRef: SecretEnvSource
+class SecurityContext(TypedDict, total=False):
+    """``core/v1.SecurityContext`` (k8s.io/api v0.36.3)."""
+    capabilities: Capabilities
+    privileged: bool
+    seLinuxOptions: SELinuxOptions
+    runAsUser: int
+    runAsNonRoot: bool
+    readOnlyRootFilesystem: bool
+    allowPrivilegeEscalation: bool
+    runAsGroup: int
+    procMount: str
+    windowsOptions: WindowsSecurityContextOptions
+    seccompProfile: SeccompProfile
+    appArmorProfile: AppArmorProfile
 
 
 class ConfigMapEnvSource(TypedDict, total=False):
@@ -1464,6 +1363,13 @@ class SecretEnvSource(TypedDict, total=False):
     optional: bool
 
 
+class EnvFromSource(TypedDict, total=False):
+    """``core/v1.EnvFromSource`` (k8s.io/api v0.36.3)."""
+    prefix: str
+    configMapRef: ConfigMapEnvSource
+    secretRef: SecretEnvSource
+
+
 class VolumeDevice(TypedDict, total=False):
     """``core/v1.VolumeDevice`` (k8s.io/api v0.36.3)."""
     name: str
@@ -1476,16 +1382,51 @@ class ContainerResizePolicy(TypedDict, total=False):
     restartPolicy: str
 
 
+class ContainerRestartRuleOnExitCodes(TypedDict, total=False):
+    """``core/v1.ContainerRestartRuleOnExitCodes`` (k8s.io/api v0.36.3)."""
+    operator: str
+    values: list[int]
+
+
 class ContainerRestartRule(TypedDict, total=False):
     """``core/v1.ContainerRestartRule`` (k8s.io/api v0.36.3)."""
     action: str
     exitCodes: ContainerRestartRuleOnExitCodes
 
 
-class ContainerRestartRuleOnExitCodes(TypedDict, total=False):
-    """``core/v1.ContainerRestartRuleOnExitCodes`` (k8s.io/api v0.36.3)."""
-    operator: str
-    values: list[int]
+class Container(TypedDict, total=False):
+    """``core/v1.Container`` (k8s.io/api v0.36.3)."""
+    name: str
+    image: str
+    command: list[str]
+    args: list[str]
+    workingDir: str
+    ports: list[ContainerPort]
+    env: list[EnvVar]
+    resources: ResourceRequirements
+    volumeMounts: list[VolumeMount]
+    livenessProbe: Probe
+    readinessProbe: Probe
+    lifecycle: Lifecycle
+    terminationMessagePath: str
+    imagePullPolicy: str
+    securityContext: SecurityContext
+    stdin: bool
+    stdinOnce: bool
+    tty: bool
+    envFrom: list[EnvFromSource]
+    terminationMessagePolicy: str
+    volumeDevices: list[VolumeDevice]
+    startupProbe: Probe
+    resizePolicy: list[ContainerResizePolicy]
+    restartPolicy: str
+    restartPolicyRules: list[ContainerRestartRule]
+
+
+class Sysctl(TypedDict, total=False):
+    """``core/v1.Sysctl`` (k8s.io/api v0.36.3)."""
+    name: str
+    value: str
 
 
 class PodSecurityContext(TypedDict, total=False):
@@ -1505,35 +1446,16 @@ class PodSecurityContext(TypedDict, total=False):
     seLinuxChangePolicy: str
 
 
-class Sysctl(TypedDict, total=False):
-    """``core/v1.Sysctl`` (k8s.io/api v0.36.3)."""
-    name: str
-    value: str
-
-
-class Affinity(TypedDict, total=False):
-    """``core/v1.Affinity`` (k8s.io/api v0.36.3)."""
-    nodeAffinity: NodeAffinity
-    podAffinity: PodAffinity
-    podAntiAffinity: PodAntiAffinity
-
-
-class NodeAffinity(TypedDict, total=False):
-    """``core/v1.NodeAffinity`` (k8s.io/api v0.36.3)."""
-    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector
-    preferredDuringSchedulingIgnoredDuringExecution: list[PreferredSchedulingTerm]
-
-
 class PreferredSchedulingTerm(TypedDict, total=False):
     """``core/v1.PreferredSchedulingTerm`` (k8s.io/api v0.36.3)."""
     weight: int
     preference: NodeSelectorTerm
 
 
-class PodAffinity(TypedDict, total=False):
-    """``core/v1.PodAffinity`` (k8s.io/api v0.36.3)."""
-    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTerm]
-    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm]
+class NodeAffinity(TypedDict, total=False):
+    """``core/v1.NodeAffinity`` (k8s.io/api v0.36.3)."""
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector
+    preferredDuringSchedulingIgnoredDuringExecution: list[PreferredSchedulingTerm]
 
 
 class PodAffinityTerm(TypedDict, total=False):
@@ -1552,10 +1474,23 @@ class WeightedPodAffinityTerm(TypedDict, total=False):
     podAffinityTerm: PodAffinityTerm
 
 
+class PodAffinity(TypedDict, total=False):
+    """``core/v1.PodAffinity`` (k8s.io/api v0.36.3)."""
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTerm]
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm]
+
+
 class PodAntiAffinity(TypedDict, total=False):
     """``core/v1.PodAntiAffinity`` (k8s.io/api v0.36.3)."""
     requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTerm]
     preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTerm]
+
+
+class Affinity(TypedDict, total=False):
+    """``core/v1.Affinity`` (k8s.io/api v0.36.3)."""
+    nodeAffinity: NodeAffinity
+    podAffinity: PodAffinity
+    podAntiAffinity: PodAntiAffinity
 
 
 class Toleration(TypedDict, total=False):
@@ -1573,17 +1508,17 @@ class HostAlias(TypedDict, total=False):
     hostnames: list[str]
 
 
+class PodDNSConfigOption(TypedDict, total=False):
+    """``core/v1.PodDNSConfigOption`` (k8s.io/api v0.36.3)."""
+    name: str
+    value: str
+
+
 class PodDNSConfig(TypedDict, total=False):
     """``core/v1.PodDNSConfig`` (k8s.io/api v0.36.3)."""
     nameservers: list[str]
     searches: list[str]
     options: list[PodDNSConfigOption]
-
-
-class PodDNSConfigOption(TypedDict, total=False):
-    """``core/v1.PodDNSConfigOption`` (k8s.io/api v0.36.3)."""
-    name: str
-    value: str
 
 
 class PodReadinessGate(TypedDict, total=False):
@@ -1655,6 +1590,191 @@ class PodSchedulingGroup(TypedDict, total=False):
     podGroupName: str
 
 
+class PodSpec(TypedDict, total=False):
+    """``core/v1.PodSpec`` (k8s.io/api v0.36.3)."""
+    volumes: list[Volume]
+    containers: list[Container]
+    restartPolicy: str
+    terminationGracePeriodSeconds: int
+    activeDeadlineSeconds: int
+    dnsPolicy: str
+    nodeSelector: dict[str, str]
+    serviceAccountName: str
+    serviceAccount: str
+    nodeName: str
+    hostNetwork: bool
+    hostPID: bool
+    hostIPC: bool
+    securityContext: PodSecurityContext
+    imagePullSecrets: list[LocalObjectReference]
+    hostname: str
+    subdomain: str
+    affinity: Affinity
+    schedulerName: str
+    initContainers: list[Container]
+    automountServiceAccountToken: bool
+    tolerations: list[Toleration]
+    hostAliases: list[HostAlias]
+    priorityClassName: str
+    priority: int
+    dnsConfig: PodDNSConfig
+    shareProcessNamespace: bool
+    readinessGates: list[PodReadinessGate]
+    runtimeClassName: str
+    enableServiceLinks: bool
+    preemptionPolicy: str
+    overhead: dict[str, str]
+    topologySpreadConstraints: list[TopologySpreadConstraint]
+    ephemeralContainers: list[EphemeralContainer]
+    setHostnameAsFQDN: bool
+    os: PodOS
+    hostUsers: bool
+    schedulingGates: list[PodSchedulingGate]
+    resourceClaims: list[PodResourceClaim]
+    resources: ResourceRequirements
+    hostnameOverride: str
+    schedulingGroup: PodSchedulingGroup
+
+
+class PodCondition(TypedDict, total=False):
+    """``core/v1.PodCondition`` (k8s.io/api v0.36.3)."""
+    type: str
+    status: str
+    lastProbeTime: str
+    lastTransitionTime: str
+    reason: str
+    message: str
+    observedGeneration: int
+
+
+class ContainerStateWaiting(TypedDict, total=False):
+    """``core/v1.ContainerStateWaiting`` (k8s.io/api v0.36.3)."""
+    reason: str
+    message: str
+
+
+class ContainerStateRunning(TypedDict, total=False):
+    """``core/v1.ContainerStateRunning`` (k8s.io/api v0.36.3)."""
+    startedAt: str
+
+
+class ContainerStateTerminated(TypedDict, total=False):
+    """``core/v1.ContainerStateTerminated`` (k8s.io/api v0.36.3)."""
+    exitCode: int
+    signal: int
+    reason: str
+    message: str
+    startedAt: str
+    finishedAt: str
+    containerID: str
+
+
+class ContainerState(TypedDict, total=False):
+    """``core/v1.ContainerState`` (k8s.io/api v0.36.3)."""
+    waiting: ContainerStateWaiting
+    running: ContainerStateRunning
+    terminated: ContainerStateTerminated
+
+
+class ImageVolumeStatus(TypedDict, total=False):
+    """``core/v1.ImageVolumeStatus`` (k8s.io/api v0.36.3)."""
+    imageRef: str
+
+
+class VolumeStatus(TypedDict, total=False):
+    """``core/v1.VolumeStatus`` (k8s.io/api v0.36.3)."""
+    image: ImageVolumeStatus
+
+
+class VolumeMountStatus(TypedDict, total=False):
+    """``core/v1.VolumeMountStatus`` (k8s.io/api v0.36.3)."""
+    name: str
+    mountPath: str
+    readOnly: bool
+    recursiveReadOnly: str
+    volumeStatus: VolumeStatus
+
+
+class LinuxContainerUser(TypedDict, total=False):
+    """``core/v1.LinuxContainerUser`` (k8s.io/api v0.36.3)."""
+    uid: int
+    gid: int
+    supplementalGroups: list[int]
+
+
+class ContainerUser(TypedDict, total=False):
+    """``core/v1.ContainerUser`` (k8s.io/api v0.36.3)."""
+    linux: LinuxContainerUser
+
+
+class ResourceHealth(TypedDict, total=False):
+    """``core/v1.ResourceHealth`` (k8s.io/api v0.36.3)."""
+    resourceID: str
+    health: str
+    message: str
+
+
+class ResourceStatus(TypedDict, total=False):
+    """``core/v1.ResourceStatus`` (k8s.io/api v0.36.3)."""
+    name: str
+    resources: list[ResourceHealth]
+
+
+class ContainerStatus(TypedDict, total=False):
+    """``core/v1.ContainerStatus`` (k8s.io/api v0.36.3)."""
+    name: str
+    state: ContainerState
+    lastState: ContainerState
+    ready: bool
+    restartCount: int
+    image: str
+    imageID: str
+    containerID: str
+    started: bool
+    allocatedResources: dict[str, str]
+    resources: ResourceRequirements
+    volumeMounts: list[VolumeMountStatus]
+    user: ContainerUser
+    allocatedResourcesStatus: list[ResourceStatus]
+    stopSignal: str
+
+
+class PodIP(TypedDict, total=False):
+    """``core/v1.PodIP`` (k8s.io/api v0.36.3)."""
+    ip: str
+
+
+class PodResourceClaimStatus(TypedDict, total=False):
+    """``core/v1.PodResourceClaimStatus`` (k8s.io/api v0.36.3)."""
+    name: str
+    resourceClaimName: str
+
+
+class HostIP(TypedDict, total=False):
+    """``core/v1.HostIP`` (k8s.io/api v0.36.3)."""
+    ip: str
+
+
+class ContainerExtendedResourceRequest(TypedDict, total=False):
+    """``core/v1.ContainerExtendedResourceRequest`` (k8s.io/api v0.36.3)."""
+    containerName: str
+    resourceName: str
+    requestName: str
+
+
+class PodExtendedResourceClaimStatus(TypedDict, total=False):
+    """``core/v1.PodExtendedResourceClaimStatus`` (k8s.io/api v0.36.3)."""
+    requestMappings: list[ContainerExtendedResourceRequest]
+    resourceClaimName: str
+
+
+class NodeAllocatableResourceClaimStatus(TypedDict, total=False):
+    """``core/v1.NodeAllocatableResourceClaimStatus`` (k8s.io/api v0.36.3)."""
+    resourceClaimName: str
+    containers: list[str]
+    resources: dict[str, str]
+
+
 class PodStatus(TypedDict, total=False):
     """``core/v1.PodStatus`` (k8s.io/api v0.36.3)."""
     phase: str
@@ -1680,143 +1800,21 @@ class PodStatus(TypedDict, total=False):
     nodeAllocatableResourceClaimStatuses: list[NodeAllocatableResourceClaimStatus]
 
 
-class PodCondition(TypedDict, total=False):
-    """``core/v1.PodCondition`` (k8s.io/api v0.36.3)."""
-    type: str
-    status: str
-    lastProbeTime: str
-    lastTransitionTime: str
-    reason: str
-    message: str
-    observedGeneration: int
+class Pod(TypedDict, total=False):
+    """Pod (v1): ``core/v1.Pod`` (k8s.io/api v0.36.3)."""
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: PodSpec
+    status: PodStatus
 
 
-class ContainerStatus(TypedDict, total=False):
-    """``core/v1.ContainerStatus`` (k8s.io/api v0.36.3)."""
-    name: str
-    state: ContainerState
-    lastState: ContainerState
-    ready: bool
-    restartCount: int
-    image: str
-    imageID: str
-    containerID: str
-    started: bool
-    allocatedResources: dict[str, str]
-    resources: ResourceRequirements
-    volumeMounts: list[VolumeMountStatus]
-    user: ContainerUser
-    allocatedResourcesStatus: list[ResourceStatus]
-    stopSignal: str
-
-
-class ContainerState(TypedDict, total=False):
-    """``core/v1.ContainerState`` (k8s.io/api v0.36.3)."""
-    waiting: ContainerStateWaiting
-    running: ContainerStateRunning
-    terminated: ContainerStateTerminated
-
-
-class ContainerStateWaiting(TypedDict, total=False):
-    """``core/v1.ContainerStateWaiting`` (k8s.io/api v0.36.3)."""
-    reason: str
-    message: str
-
-
-class ContainerStateRunning(TypedDict, total=False):
-    """``core/v1.ContainerStateRunning`` (k8s.io/api v0.36.3)."""
-    startedAt: str
-
-
-class ContainerStateTerminated(TypedDict, total=False):
-    """``core/v1.ContainerStateTerminated`` (k8s.io/api v0.36.3)."""
-    exitCode: int
-    signal: int
-    reason: str
-    message: str
-    startedAt: str
-    finishedAt: str
-    containerID: str
-
-
-class VolumeMountStatus(TypedDict, total=False):
-    """``core/v1.VolumeMountStatus`` (k8s.io/api v0.36.3)."""
-    name: str
-    mountPath: str
-    readOnly: bool
-    recursiveReadOnly: str
-    volumeStatus: VolumeStatus
-
-
-class VolumeStatus(TypedDict, total=False):
-    """``core/v1.VolumeStatus`` (k8s.io/api v0.36.3)."""
-    image: ImageVolumeStatus
-
-
-class ImageVolumeStatus(TypedDict, total=False):
-    """``core/v1.ImageVolumeStatus`` (k8s.io/api v0.36.3)."""
-    imageRef: str
-
-
-class ContainerUser(TypedDict, total=False):
-    """``core/v1.ContainerUser`` (k8s.io/api v0.36.3)."""
-    linux: LinuxContainerUser
-
-
-class LinuxContainerUser(TypedDict, total=False):
-    """``core/v1.LinuxContainerUser`` (k8s.io/api v0.36.3)."""
-    uid: int
-    gid: int
-    supplementalGroups: list[int]
-
-
-class ResourceStatus(TypedDict, total=False):
-    """``core/v1.ResourceStatus`` (k8s.io/api v0.36.3)."""
-    name: str
-    resources: list[ResourceHealth]
-
-
-class ResourceHealth(TypedDict, total=False):
-    """``core/v1.ResourceHealth`` (k8s.io/api v0.36.3)."""
-    resourceID: str
-    health: str
-    message: str
-
-
-class PodIP(TypedDict, total=False):
-    """``core/v1.PodIP`` (k8s.io/api v0.36.3)."""
-    ip: str
-
-
-class PodResourceClaimStatus(TypedDict, total=False):
-    """``core/v1.PodResourceClaimStatus`` (k8s.io/api v0.36.3)."""
-    name: str
-    resourceClaimName: str
-
-
-class HostIP(TypedDict, total=False):
-    """``core/v1.HostIP`` (k8s.io/api v0.36.3)."""
-    ip: str
-
-
-class PodExtendedResourceClaimStatus(TypedDict, total=False):
-    """``core/v1.PodExtendedResourceClaimStatus`` (k8s.io/api v0.36.3)."""
-    requestMappings: list[ContainerExtendedResourceRequest]
-    resourceClaimName: str
-
-
-class ContainerExtendedResourceRequest(TypedDict, total=False):
-    """``core/v1.ContainerExtendedResourceRequest`` (k8s.io/api v0.36.3)."""
-    containerName: str
-    resourceName: str
-    requestName: str
-
-
-class NodeAllocatableResourceClaimStatus(TypedDict, total=False):
-    """``core/v1.NodeAllocatableResourceClaimStatus`` (k8s.io/api v0.36.3)."""
-    resourceClaimName: str
-    containers: list[str]
-    resources: dict[str, str]
+class PodList(TypedDict, total=False):
+    """A list of Pod (v1)."""
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    items: list[Pod]
 
 
 class Secret(TypedDict, total=False):
@@ -1838,21 +1836,24 @@ class SecretList(TypedDict, total=False):
     items: list[Secret]
 
 
-class Service(TypedDict, total=False):
-    """Service (v1): ``core/v1.Service`` (k8s.io/api v0.36.3)."""
-    apiVersion: str
-    kind: str
-    metadata: ObjectMeta
-    spec: ServiceSpec
-    status: ServiceStatus
+class ServicePort(TypedDict, total=False):
+    """``core/v1.ServicePort`` (k8s.io/api v0.36.3)."""
+    name: str
+    protocol: str
+    port: int
+    targetPort: int | str
+    nodePort: int
+    appProtocol: str
 
 
-class ServiceList(TypedDict, total=False):
-    """A list of Service (v1)."""
-    apiVersion: str
-    kind: str
-    metadata: ListMeta
-    items: list[Service]
+class ClientIPConfig(TypedDict, total=False):
+    """``core/v1.ClientIPConfig`` (k8s.io/api v0.36.3)."""
+    timeoutSeconds: int
+
+
+class SessionAffinityConfig(TypedDict, total=False):
+    """``core/v1.SessionAffinityConfig`` (k8s.io/api v0.36.3)."""
+    clientIP: ClientIPConfig
 
 
 class ServiceSpec(TypedDict, total=False):
@@ -1879,35 +1880,11 @@ class ServiceSpec(TypedDict, total=False):
     trafficDistribution: str
 
 
-class ServicePort(TypedDict, total=False):
-    """``core/v1.ServicePort`` (k8s.io/api v0.36.3)."""
-    name: str
-    protocol: str
+class PortStatus(TypedDict, total=False):
+    """``core/v1.PortStatus`` (k8s.io/api v0.36.3)."""
     port: int
-    targetPort: int | str
-    nodePort: int
-    appProtocol: str
-
-
-class SessionAffinityConfig(TypedDict, total=False):
-    """``core/v1.SessionAffinityConfig`` (k8s.io/api v0.36.3)."""
-    clientIP: ClientIPConfig
-
-
-class ClientIPConfig(TypedDict, total=False):
-    """``core/v1.ClientIPConfig`` (k8s.io/api v0.36.3)."""
-    timeoutSeconds: int
-
-
-class ServiceStatus(TypedDict, total=False):
-    """``core/v1.ServiceStatus`` (k8s.io/api v0.36.3)."""
-    loadBalancer: LoadBalancerStatus
-    conditions: list[Condition]
-
-
-class LoadBalancerStatus(TypedDict, total=False):
-    """``core/v1.LoadBalancerStatus`` (k8s.io/api v0.36.3)."""
-    ingress: list[LoadBalancerIngress]
+    protocol: str
+    error: str
 
 
 class LoadBalancerIngress(TypedDict, total=False):
@@ -1918,11 +1895,32 @@ class LoadBalancerIngress(TypedDict, total=False):
     ports: list[PortStatus]
 
 
-class PortStatus(TypedDict, total=False):
-    """``core/v1.PortStatus`` (k8s.io/api v0.36.3)."""
-    port: int
-    protocol: str
-    error: str
+class LoadBalancerStatus(TypedDict, total=False):
+    """``core/v1.LoadBalancerStatus`` (k8s.io/api v0.36.3)."""
+    ingress: list[LoadBalancerIngress]
+
+
+class ServiceStatus(TypedDict, total=False):
+    """``core/v1.ServiceStatus`` (k8s.io/api v0.36.3)."""
+    loadBalancer: LoadBalancerStatus
+    conditions: list[Condition]
+
+
+class Service(TypedDict, total=False):
+    """Service (v1): ``core/v1.Service`` (k8s.io/api v0.36.3)."""
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: ServiceSpec
+    status: ServiceStatus
+
+
+class ServiceList(TypedDict, total=False):
+    """A list of Service (v1)."""
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    items: list[Service]
 
 
 class ServiceAccount(TypedDict, total=False):

@@ -2,8 +2,6 @@
 tools/typed-objects/generate.py from informers/testing/api_schema.json: do not edit.
 """
 
-from __future__ import annotations
-
 from typing import TypedDict
 
 from informers.types.core_v1 import ObjectReference
@@ -19,6 +17,49 @@ __all__ = [
     "ForNode",
     "ForZone",
 ]
+
+
+class EndpointConditions(TypedDict, total=False):
+    """``discovery/v1.EndpointConditions`` (k8s.io/api v0.36.3)."""
+    ready: bool
+    serving: bool
+    terminating: bool
+
+
+class ForZone(TypedDict, total=False):
+    """``discovery/v1.ForZone`` (k8s.io/api v0.36.3)."""
+    name: str
+
+
+class ForNode(TypedDict, total=False):
+    """``discovery/v1.ForNode`` (k8s.io/api v0.36.3)."""
+    name: str
+
+
+class EndpointHints(TypedDict, total=False):
+    """``discovery/v1.EndpointHints`` (k8s.io/api v0.36.3)."""
+    forZones: list[ForZone]
+    forNodes: list[ForNode]
+
+
+class Endpoint(TypedDict, total=False):
+    """``discovery/v1.Endpoint`` (k8s.io/api v0.36.3)."""
+    addresses: list[str]
+    conditions: EndpointConditions
+    hostname: str
+    targetRef: ObjectReference
+    deprecatedTopology: dict[str, str]
+    nodeName: str
+    zone: str
+    hints: EndpointHints
+
+
+class EndpointPort(TypedDict, total=False):
+    """``discovery/v1.EndpointPort`` (k8s.io/api v0.36.3)."""
+    name: str
+    protocol: str
+    port: int
+    appProtocol: str
 
 
 class EndpointSlice(TypedDict, total=False):
@@ -37,46 +78,3 @@ class EndpointSliceList(TypedDict, total=False):
     kind: str
     metadata: ListMeta
     items: list[EndpointSlice]
-
-
-class Endpoint(TypedDict, total=False):
-    """``discovery/v1.Endpoint`` (k8s.io/api v0.36.3)."""
-    addresses: list[str]
-    conditions: EndpointConditions
-    hostname: str
-    targetRef: ObjectReference
-    deprecatedTopology: dict[str, str]
-    nodeName: str
-    zone: str
-    hints: EndpointHints
-
-
-class EndpointConditions(TypedDict, total=False):
-    """``discovery/v1.EndpointConditions`` (k8s.io/api v0.36.3)."""
-    ready: bool
-    serving: bool
-    terminating: bool
-
-
-class EndpointHints(TypedDict, total=False):
-    """``discovery/v1.EndpointHints`` (k8s.io/api v0.36.3)."""
-    forZones: list[ForZone]
-    forNodes: list[ForNode]
-
-
-class ForZone(TypedDict, total=False):
-    """``discovery/v1.ForZone`` (k8s.io/api v0.36.3)."""
-    name: str
-
-
-class ForNode(TypedDict, total=False):
-    """``discovery/v1.ForNode`` (k8s.io/api v0.36.3)."""
-    name: str
-
-
-class EndpointPort(TypedDict, total=False):
-    """``discovery/v1.EndpointPort`` (k8s.io/api v0.36.3)."""
-    name: str
-    protocol: str
-    port: int
-    appProtocol: str

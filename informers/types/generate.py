@@ -120,10 +120,11 @@ def _docstring(text: str, indent: str) -> list[str]:
             f'{indent}"""']
 
 
-def render_typeddict(definition: TypedDictDef) -> str:
+def render_typeddict(definition: TypedDictDef, *, postponed: bool = True) -> str:
     """The source of one ``TypedDict`` (``total=False``; ``Required[...]`` for the required
-    keys). Class syntax when every key is a Python identifier, else the functional syntax
-    (with every type quoted: the functional form evaluates them at import)."""
+    keys). Class syntax when every key is a Python identifier, else the functional syntax,
+    whose types are quoted when ``postponed`` (the functional form evaluates them at import;
+    unquoted, what they name must be defined above)."""
     out: list[str] = []
     def typed(f: Field) -> str:
         return f"Required[{f.type}]" if f.required else f.type
@@ -146,7 +147,8 @@ def render_typeddict(definition: TypedDictDef) -> str:
     for f in definition.fields:
         if f.doc:
             out.extend(_comment(f.doc, "        "))
-        out.append(f'        "{f.name}": "{typed(f)}",')
+        value = f'"{typed(f)}"' if postponed else typed(f)
+        out.append(f'        "{f.name}": {value},')
     out.append("    },")
     out.append("    total=False,")
     out.append(")")
@@ -154,12 +156,15 @@ def render_typeddict(definition: TypedDictDef) -> str:
 
 
 def render_module(doc: str, imports: Iterable[str], definitions: Sequence[TypedDictDef],
-                  exports: Sequence[str] | None = None) -> str:
-    """A module: its docstring, ``from __future__ import annotations``, ``imports`` (lines,
-    written as given, in order), ``__all__`` (``exports``, default every definition,
-    sorted) and the definitions in order."""
+                  exports: Sequence[str] | None = None, *, postponed: bool = True) -> str:
+    """A module: its docstring, ``from __future__ import annotations`` (when ``postponed``:
+    else each definition must come after what it names, see :func:`render_typeddict`),
+    ``imports`` (lines, written as given, in order), ``__all__`` (``exports``, default every
+    definition, sorted) and the definitions in order."""
     names = sorted(exports if exports is not None else [d.name for d in definitions])
-    parts = ["\n".join(_docstring(doc, "")), "", "from __future__ import annotations", ""]
+    parts = ["\n".join(_docstring(doc, "")), ""]
+    if postponed:
+        parts += ["from __future__ import annotations", ""]
     parts.extend(imports)
     parts.append("")
     if len(names) <= 1 or len(", ".join(f'"{n}"' for n in names)) + 12 <= LINE:
@@ -169,7 +174,7 @@ def render_module(doc: str, imports: Iterable[str], definitions: Sequence[TypedD
         parts.extend(f'    "{n}",' for n in names)
         parts.append("]")
     for definition in definitions:
-        parts.extend(["", "", render_typeddict(definition).rstrip("\n")])
+        parts.extend(["", "", render_typeddict(definition, postponed=postponed).rstrip("\n")])
     return "\n".join(parts) + "\n"
 
 
