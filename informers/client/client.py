@@ -165,10 +165,12 @@ class Client:
 
     def list(self, resource: ResourceRef, namespace: str | None = None, *,
              label_selector: str | None = None, field_selector: str | None = None,
-             limit: int | None = None, continue_: str | None = None) -> dict[str, Any]:
+             limit: int | None = None, continue_: str | None = None,
+             object_type: type[ObjectT] | None = None) -> ObjectT:
         """The list object (``items``, ``metadata.resourceVersion``/``continue``); all
         namespaces when ``namespace`` is ``None``. Each item gets the list's ``apiVersion``
-        and ``kind`` back (the server leaves them out), as client-go's decoding does."""
+        and ``kind`` back (the server leaves them out), as client-go's decoding does.
+        ``object_type`` is the list's type (``PodList``)."""
         res = self.resource(resource)
         query = [(k, v) for k, v in (("labelSelector", label_selector),
                                      ("fieldSelector", field_selector),
@@ -179,7 +181,8 @@ class Client:
             if isinstance(item, dict):
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
-        return answer
+        typed: Any = answer
+        return typed
 
     # -- writes -----------------------------------------------------------------------------
 

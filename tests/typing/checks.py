@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from gadget_types import Gadget, GadgetSpecPolicy
+from gadget_types import Gadget, GadgetList, GadgetSpecPolicy
 from typing_extensions import assert_type
 
 from informers.client import Client
@@ -22,7 +22,7 @@ from informers.listers import Lister, NamespaceLister
 from informers.manager import Manager
 from informers.resources import Resource, lookup
 from informers.shared_informer import SharedIndexInformer
-from informers.types import Container, Deployment, ObjectMeta, Pod
+from informers.types import Container, Deployment, ObjectMeta, Pod, PodList
 from informers.types.apps_v1 import DeploymentSpec
 from informers.types.meta_v1 import OwnerReference
 
@@ -136,3 +136,6 @@ def client(c: Client, gadget: Gadget) -> None:
     assert_type(c.apply(gadget, force=True, object_type=Gadget), Gadget)
     assert_type(c.status.patch(gadget, {"status": {}}, object_type=Gadget), Gadget)
     assert_type(c.patch(GADGETS, "g", {"spec": {"size": 2}}, "default"), dict[str, Any])
+    assert_type(c.list("pods", "default", object_type=PodList)["items"], list[Pod])
+    assert_type(c.list(GADGETS, object_type=GadgetList)["items"][0]["spec"]["size"], int)
+    assert_type(c.list("pods"), dict[str, Any])
