@@ -168,6 +168,10 @@ def test_name_clashes_between_nested_objects_get_numbers() -> None:
     module = generate_crd_module([crd])
     assert "    status: ThingSpecStatus\n" in module
     assert "    specStatus: ThingSpecStatus2\n" in module
+    # nor may a nested object take the name of what the module imports
+    clash = generate_crd_module([_crd("Object", [_version("v1", {"meta": obj})])])
+    assert "    meta: ObjectMeta2\n" in clash
+    assert "    metadata: ObjectMeta\n" in clash
 
 
 @pytest.mark.parametrize(("documents", "message"), [

@@ -320,7 +320,8 @@ def generate_crd_module(documents: Iterable[Any], *, version: str | None = None,
     definitions: list[TypedDictDef] = []
     exports: list[str] = []
     uses: set[str] = set()
-    taken: set[str] = set()
+    taken: set[str] = {"Any", "ListMeta", "Literal", "ObjectMeta", "Required", "TYPE_CHECKING",
+                       "TypedDict"}  # the names the module imports
     described: list[str] = []
     for crd in crds:
         spec = crd.get("spec") or {}
