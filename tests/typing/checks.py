@@ -14,7 +14,7 @@ from gadget_types import Gadget, GadgetList, GadgetSpecPolicy
 from typing_extensions import assert_type
 
 from informers.client import Client
-from informers.controller import ControllerBuilder, Request
+from informers.controller import Controller, ControllerBuilder, EnqueueRequestForObject, Request
 from informers.factory import GenericInformer, SharedInformerFactory
 from informers.handlers import ResourceEventHandlerFuncs
 from informers.indexer import Indexer
@@ -88,6 +88,10 @@ def handlers(informer: SharedIndexInformer[Pod]) -> None:
         def on_delete(self, obj: Any) -> None: ...
 
     informer.add_event_handler(DeploymentHandler())  # type: ignore[arg-type]
+
+    controller = Controller("pods", lambda key: None)
+    controller.watch(informer, Handler())  # a typed handler on a typed informer
+    controller.watch(informer, EnqueueRequestForObject)
 
 
 def builder(manager: Manager) -> None:
