@@ -15,7 +15,7 @@ reconcile owns the copy of the object it edits).
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import Any, cast
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.meta_time import format_time
@@ -54,12 +54,13 @@ def new_condition(type_: str, status: bool | str, reason: str, message: str = ""
     return cond
 
 
-def status_conditions(obj: MutableMapping[str, Any]) -> list[Condition]:
+def status_conditions(obj: Mapping[str, Any]) -> list[Condition]:
     """``obj["status"]["conditions"]``, created empty when missing (the list to pass to the
-    functions below)."""
+    functions below). ``obj`` is a dict or a ``TypedDict`` (changed in place; type checkers
+    take no ``TypedDict`` for a ``MutableMapping``, hence the annotation)."""
     status = obj.get("status")
     if not isinstance(status, dict):
-        status = obj["status"] = {}
+        status = cast("MutableMapping[str, Any]", obj)["status"] = {}
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
         conditions = status["conditions"] = []

@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic
 
 from informers.client import list_watch_for_resource, list_watch_from_client
 from informers.clock import REAL_CLOCK, Clock
@@ -28,6 +28,7 @@ from informers.keys import NAMESPACE_INDEX, meta_namespace_index_func
 from informers.list_watch import ListOptions, ListWatch
 from informers.listers import Lister
 from informers.memory import MemoryTuning
+from informers.object_type import ObjectT
 from informers.reflector_options import ReflectorOptions
 from informers.resources import Resource, lookup
 from informers.shared_informer import _DEFAULT_TRANSFORM, SharedIndexInformer
@@ -47,12 +48,14 @@ ResourceRef = Resource | str | tuple[str, str, str]
 _GVR = tuple[str, str, str]
 
 
-class GenericInformer:
+class GenericInformer(Generic[ObjectT]):
     """The informer and lister of one resource of a factory (client-go ``GenericInformer``;
     also what the typed accessors such as ``factory.core().v1().pods()`` return).
 
     Nothing is created until :meth:`informer` or :meth:`lister` is first called; every call
-    returns the factory's one shared informer for the resource.
+    returns the factory's one shared informer for the resource. Generic over the objects'
+    static type (:meth:`SharedInformerFactory.for_resource`'s ``object_type``; default
+    ``dict[str, Any]``).
     """
 
     __slots__ = ("_factory", "resource")
@@ -61,11 +64,12 @@ class GenericInformer:
         self._factory = factory
         self.resource = resource
 
-    def informer(self) -> SharedIndexInformer:
+    def informer(self) -> SharedIndexInformer[ObjectT]:
         """The shared informer (created and registered with the factory on first use)."""
-        return self._factory.informer_for(self.resource)
+        informer: SharedIndexInformer[ObjectT] = self._factory.informer_for(self.resource)
+        return informer
 
-    def lister(self) -> Lister:
+    def lister(self) -> Lister[ObjectT]:
         """A lister over the shared informer's cache (objects are shared: do not mutate)."""
         return Lister(self.informer().get_indexer(), self.resource)
 
@@ -295,7 +299,7 @@ class SharedInformerFactory:
         self._reflector_options = reflector_options
         self.memory_tuning = memory_tuning
         self._lock = threading.Lock()
-        self._informers: dict[_GVR, SharedIndexInformer] = {}
+        self._informers: dict[_GVR, SharedIndexInformer[Any]] = {}
         self._list_watches: dict[_GVR, ListWatch] = {}  # what reset() builds informers on
         self._resources: dict[_GVR, Resource] = {}
         self._started: set[_GVR] = set()
@@ -357,7 +361,8 @@ class SharedInformerFactory:
                 return float(self._custom_resync[key])
         return float(self.resync_period)
 
-    def _new_informer(self, resource: Resource, list_watch: ListWatch) -> SharedIndexInformer:
+    def _new_informer(self, resource: Resource, list_watch: ListWatch
+                      ) -> SharedIndexInformer[Any]:
         return SharedIndexInformer(
             list_watch,
             self._resync_for(resource),
@@ -371,10 +376,13 @@ class SharedInformerFactory:
             compact=self.compact,
         )
 
-    def informer_for(self, resource: ResourceRef) -> SharedIndexInformer:
+    def informer_for(self, resource: ResourceRef, *,
+                     object_type: type[ObjectT] | None = None) -> SharedIndexInformer[ObjectT]:
         """The shared informer of ``resource`` (a :class:`Resource` or a built-in's name).
 
-        The first request creates it (client-go ``InformerFor``).
+        The first request creates it (client-go ``InformerFor``). ``object_type`` (a
+        ``TypedDict`` such as :class:`informers.types.core_v1.Pod`) types its objects for
+        type checkers only: the informer is the same and holds plain dicts.
 
         Raises:
             KeyError: an unknown built-in name (use :meth:`for_resource` for others).
@@ -407,13 +415,16 @@ class SharedInformerFactory:
         *,
         kind: str | None = None,
         namespaced: bool | None = None,
-    ) -> GenericInformer:
+        object_type: type[ObjectT] | None = None,
+    ) -> GenericInformer[ObjectT]:
         """A :class:`GenericInformer` for any resource (client-go ``ForResource``).
 
         A built-in resource gets the same informer as its typed accessor. For any other,
         ``kind`` and ``namespaced`` are taken from the arguments when both are given, else
         from the server's discovery document (``GET /apis/<group>/<version>``, at most once
         per resource; if discovery fails it is taken as namespaced with an unknown kind).
+        ``object_type`` (a ``TypedDict``: ``Website``) types the objects for type checkers
+        only.
         """
         key = (group, version, plural)
         with self._lock:
@@ -460,7 +471,7 @@ class SharedInformerFactory:
     def batch(self) -> BatchInformers:
         return BatchInformers(self)
 
-    def informers(self) -> dict[str, SharedIndexInformer]:
+    def informers(self) -> dict[str, SharedIndexInformer[Any]]:
         """Every informer created so far, by resource name (``"pods"``, ``"deployments.apps"``)."""
         with self._lock:
             return {self._resources[k].group_resource: v for k, v in self._informers.items()}

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, runtime_checkable
+
+from informers.object_type import ObjectT, ObjectT_contra
 
 __all__ = [
     "FilteringResourceEventHandler",
@@ -19,8 +21,11 @@ __all__ = [
 
 
 @runtime_checkable
-class ResourceEventHandler(Protocol):
+class ResourceEventHandler(Protocol[ObjectT_contra]):
     """Receives an informer's notifications (client-go ``ResourceEventHandler``).
+
+    Generic over the objects' static type (``ResourceEventHandler[Pod]``; default
+    ``dict[str, Any]``); ``on_delete`` takes ``Any`` as it may get a tombstone.
 
     Contract:
 
@@ -42,9 +47,9 @@ class ResourceEventHandler(Protocol):
       delays itself, but its backlog grows without bound.
     """
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None: ...
+    def on_add(self, obj: ObjectT_contra, is_in_initial_list: bool) -> None: ...
 
-    def on_update(self, old: Any, new: Any) -> None: ...
+    def on_update(self, old: ObjectT_contra, new: ObjectT_contra) -> None: ...
 
     def on_delete(self, obj: Any) -> None: ...
 
@@ -69,8 +74,11 @@ def _accepts_two_positional(fn: Callable[..., Any]) -> bool:
     return count >= 2
 
 
-class ResourceEventHandlerFuncs:
+class ResourceEventHandlerFuncs(Generic[ObjectT]):
     """Builds a :class:`ResourceEventHandler` from up to three functions; missing ones are no-ops.
+
+    Generic over the objects' static type, inferred from ``on_update``'s parameters or
+    given (``ResourceEventHandlerFuncs[Pod](on_add=...)``); default ``dict[str, Any]``.
 
     Merges client-go's ``ResourceEventHandlerFuncs`` (whose add drops the flag) and
     ``ResourceEventHandlerDetailedFuncs`` (whose add receives it): ``on_add`` is called as
@@ -89,7 +97,7 @@ class ResourceEventHandlerFuncs:
     def __init__(
         self,
         on_add: Callable[..., Any] | None = None,
-        on_update: Callable[[Any, Any], Any] | None = None,
+        on_update: Callable[[ObjectT, ObjectT], Any] | None = None,
         on_delete: Callable[[Any], Any] | None = None,
     ) -> None:
         self.add_func = on_add
@@ -97,7 +105,7 @@ class ResourceEventHandlerFuncs:
         self.delete_func = on_delete
         self._add_takes_flag = on_add is not None and _accepts_two_positional(on_add)
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: ObjectT, is_in_initial_list: bool) -> None:
         fn = self.add_func
         if fn is None:
             return
@@ -106,7 +114,7 @@ class ResourceEventHandlerFuncs:
         else:
             fn(obj)
 
-    def on_update(self, old: Any, new: Any) -> None:
+    def on_update(self, old: ObjectT, new: ObjectT) -> None:
         if self.update_func is not None:
             self.update_func(old, new)
 
@@ -127,7 +135,7 @@ class ResourceEventHandlerFuncs:
         return f"ResourceEventHandlerFuncs({', '.join(names)})"
 
 
-class FilteringResourceEventHandler:
+class FilteringResourceEventHandler(Generic[ObjectT]):
     """Passes on only the notifications about objects ``filter_func`` accepts.
 
     client-go ``FilteringResourceEventHandler``. Adds and deletes are passed on when the
@@ -150,15 +158,16 @@ class FilteringResourceEventHandler:
 
     __slots__ = ("filter_func", "handler")
 
-    def __init__(self, filter_func: Callable[[Any], bool], handler: ResourceEventHandler) -> None:
+    def __init__(self, filter_func: Callable[[Any], bool],
+                 handler: ResourceEventHandler[ObjectT]) -> None:
         self.filter_func = filter_func
         self.handler = handler
 
-    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+    def on_add(self, obj: ObjectT, is_in_initial_list: bool) -> None:
         if self.filter_func(obj):
             self.handler.on_add(obj, is_in_initial_list)
 
-    def on_update(self, old: Any, new: Any) -> None:
+    def on_update(self, old: ObjectT, new: ObjectT) -> None:
         new_ok = self.filter_func(new)
         old_ok = self.filter_func(old)
         if new_ok and old_ok:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic
 
 from informers.errors import (
     IndexConflictError,
@@ -25,6 +25,7 @@ from informers.keys import (
     deletion_handling_meta_namespace_key_func,
 )
 from informers.object_codec import Encoded, ObjectCodec
+from informers.object_type import ObjectT
 
 __all__ = ["Indexer"]
 
@@ -180,8 +181,11 @@ def _build(
     return fresh, key_values
 
 
-class Indexer:
+class Indexer(Generic[ObjectT]):
     """A thread-safe key -> object store with named secondary indices.
+
+    Generic over the objects' static type (``Indexer[Pod]``; default ``dict[str, Any]``,
+    :mod:`informers.object_type`); nothing checks it at run time.
 
     Contract:
 
@@ -231,7 +235,7 @@ class Indexer:
         self._encode = codec.encode if codec is not None else None
         self._decode = codec.decode if codec is not None else None
         self._lock = threading.Lock()
-        self._items: dict[str, Any] = {}
+        self._items: dict[str, ObjectT] = {}
         self._rv = ""
         self._indexes: dict[str, _Index] = {}
         # The same indices in a tuple (replaced, never mutated, whenever they change: writers
@@ -250,7 +254,7 @@ class Indexer:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def update(self, obj: Any, *, key: str | None = None) -> None:
+    def update(self, obj: ObjectT, *, key: str | None = None) -> None:
         """Insert or replace ``obj`` under its key; move its index entries to its new values.
 
         Args:
@@ -376,7 +380,7 @@ class Indexer:
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def list(self) -> builtins.list[Any]:
+    def list(self) -> builtins.list[ObjectT]:
         """Every stored object (shared, do not mutate), in no particular order."""
         with self._lock:
             stored = list(self._items.values())
@@ -387,11 +391,11 @@ class Indexer:
         with self._lock:
             return list(self._items)
 
-    def get(self, obj: Any) -> Any | None:
+    def get(self, obj: Any) -> ObjectT | None:
         """The stored object with ``obj``'s key, or ``None``."""
         return self.get_by_key(self._key(obj))
 
-    def get_by_key(self, key: str) -> Any | None:
+    def get_by_key(self, key: str) -> ObjectT | None:
         """The stored object under ``key``, or ``None``."""
         with self._lock:
             stored = self._items.get(key)
@@ -489,7 +493,7 @@ class Indexer:
             raise IndexNotFoundError(name)
         return idx
 
-    def index(self, index_name: str, obj: Any) -> builtins.list[Any]:
+    def index(self, index_name: str, obj: Any) -> builtins.list[ObjectT]:
         """Objects sharing any of ``obj``'s values on ``index_name`` (deduplicated).
 
         Raises:
@@ -530,7 +534,7 @@ class Indexer:
             keys = self._index_locked(index_name).values.get(indexed_value)
             return sorted(keys) if keys else []
 
-    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+    def by_index(self, index_name: str, indexed_value: str) -> builtins.list[ObjectT]:
         """Objects indexed under ``indexed_value`` on ``index_name`` (shared, do not mutate).
 
         Raises:

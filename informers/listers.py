@@ -11,13 +11,14 @@ from __future__ import annotations
 import builtins
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
 from informers import labels
 from informers.errors import IndexNotFoundError, NotFoundError
 from informers.indexer import Indexer
 from informers.keys import NAMESPACE_INDEX
 from informers.object_codec import label_prefilter
+from informers.object_type import ObjectT
 from informers.resources import Resource
 
 __all__ = ["Lister", "NamespaceLister"]
@@ -40,22 +41,27 @@ def _labels_of(obj: Any) -> Any:
     return meta.get("labels") if isinstance(meta, dict) else None
 
 
-def _prefilter(indexer: Indexer, selector: labels.Selector) -> Callable[[bytes], bool] | None:
+def _prefilter(indexer: Indexer[Any], selector: labels.Selector) -> Callable[[bytes], bool] | None:
     """A compact cache's byte pre-filter for ``selector`` (decode only likely matches)."""
     if selector.empty() or not getattr(indexer, "compact", False):
         return None
     return label_prefilter(selector)
 
 
-def _filter(objects: list[Any], selector: labels.Selector) -> list[Any]:
+def _filter(objects: list[ObjectT], selector: labels.Selector) -> list[ObjectT]:
     if selector.empty():
         return objects
     matches = selector.matches
     return [obj for obj in objects if matches(_labels_of(obj))]
 
 
-class Lister:
+class Lister(Generic[ObjectT]):
     """Reads the cached objects of one resource from an informer's indexer.
+
+    Generic over the objects' static type: ``Lister[Pod](indexer, PODS)`` (or the typed
+    ``object_type=`` of the factory's accessors) makes :meth:`get` return a
+    :class:`~informers.types.core_v1.Pod`; unparameterized, objects are ``dict[str, Any]``.
+    The type is static only (objects are the cache's dicts).
 
     Contract:
 
@@ -75,11 +81,11 @@ class Lister:
 
     __slots__ = ("indexer", "resource")
 
-    def __init__(self, indexer: Indexer, resource: Resource) -> None:
+    def __init__(self, indexer: Indexer[ObjectT], resource: Resource) -> None:
         self.indexer = indexer
         self.resource = resource
 
-    def list(self, selector: SelectorLike = labels.EVERYTHING) -> builtins.list[Any]:
+    def list(self, selector: SelectorLike = labels.EVERYTHING) -> builtins.list[ObjectT]:
         """Every cached object whose labels match ``selector`` (client-go ``ListAll``).
 
         :data:`~informers.labels.NOTHING` returns ``[]`` at once; the empty selector returns
@@ -93,7 +99,7 @@ class Lister:
             return _filter(self.indexer.list_matching(prefilter), sel)
         return _filter(self.indexer.list(), sel)
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> ObjectT:
         """The cached object named ``name`` of a cluster-scoped resource.
 
         For a namespaced resource, pass the key ``"namespace/name"`` or use
@@ -114,11 +120,11 @@ class Lister:
         the objects: what is listed afterwards is at least that recent."""
         return self.indexer.last_store_sync_resource_version()
 
-    def by_namespace(self, namespace: str) -> NamespaceLister:
+    def by_namespace(self, namespace: str) -> NamespaceLister[ObjectT]:
         """A lister restricted to ``namespace`` (``""``: all namespaces)."""
         return NamespaceLister(self.indexer, self.resource, namespace)
 
-    def _typed(self, plural: str, group: str, namespace: str) -> NamespaceLister:
+    def _typed(self, plural: str, group: str, namespace: str) -> NamespaceLister[ObjectT]:
         if self.resource.plural != plural or self.resource.group != group:
             wanted = f"{plural}.{group}" if group else plural
             raise TypeError(
@@ -128,56 +134,56 @@ class Lister:
 
     # Typed accessors named like client-go's generated listers (PodLister.Pods(ns), ...).
 
-    def pods(self, namespace: str) -> NamespaceLister:
+    def pods(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("pods", "", namespace)
 
-    def services(self, namespace: str) -> NamespaceLister:
+    def services(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("services", "", namespace)
 
-    def endpoints(self, namespace: str) -> NamespaceLister:
+    def endpoints(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("endpoints", "", namespace)
 
-    def config_maps(self, namespace: str) -> NamespaceLister:
+    def config_maps(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("configmaps", "", namespace)
 
-    def secrets(self, namespace: str) -> NamespaceLister:
+    def secrets(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("secrets", "", namespace)
 
-    def events(self, namespace: str) -> NamespaceLister:
+    def events(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("events", "", namespace)
 
-    def service_accounts(self, namespace: str) -> NamespaceLister:
+    def service_accounts(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("serviceaccounts", "", namespace)
 
-    def persistent_volume_claims(self, namespace: str) -> NamespaceLister:
+    def persistent_volume_claims(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("persistentvolumeclaims", "", namespace)
 
-    def leases(self, namespace: str) -> NamespaceLister:
+    def leases(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("leases", "coordination.k8s.io", namespace)
 
-    def endpoint_slices(self, namespace: str) -> NamespaceLister:
+    def endpoint_slices(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("endpointslices", "discovery.k8s.io", namespace)
 
-    def deployments(self, namespace: str) -> NamespaceLister:
+    def deployments(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("deployments", "apps", namespace)
 
-    def replica_sets(self, namespace: str) -> NamespaceLister:
+    def replica_sets(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("replicasets", "apps", namespace)
 
-    def stateful_sets(self, namespace: str) -> NamespaceLister:
+    def stateful_sets(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("statefulsets", "apps", namespace)
 
-    def daemon_sets(self, namespace: str) -> NamespaceLister:
+    def daemon_sets(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("daemonsets", "apps", namespace)
 
-    def jobs(self, namespace: str) -> NamespaceLister:
+    def jobs(self, namespace: str) -> NamespaceLister[ObjectT]:
         return self._typed("jobs", "batch", namespace)
 
     def __repr__(self) -> str:
         return f"<Lister {self.resource.group_resource}>"
 
 
-class NamespaceLister:
+class NamespaceLister(Generic[ObjectT]):
     """Reads one namespace's cached objects (client-go ``GenericNamespaceLister``).
 
     Same contract as :class:`Lister`: returned objects are shared and must not be mutated.
@@ -187,12 +193,12 @@ class NamespaceLister:
 
     __slots__ = ("indexer", "namespace", "resource")
 
-    def __init__(self, indexer: Indexer, resource: Resource, namespace: str) -> None:
+    def __init__(self, indexer: Indexer[ObjectT], resource: Resource, namespace: str) -> None:
         self.indexer = indexer
         self.resource = resource
         self.namespace = namespace
 
-    def list(self, selector: SelectorLike = labels.EVERYTHING) -> builtins.list[Any]:
+    def list(self, selector: SelectorLike = labels.EVERYTHING) -> builtins.list[ObjectT]:
         """The namespace's cached objects whose labels match ``selector``."""
         sel = _selector(selector)
         if labels.matches_nothing(sel):
@@ -224,7 +230,7 @@ class NamespaceLister:
             ]
         return _filter(objects, sel)
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> ObjectT:
         """The cached object ``name`` in this namespace.
 
         Raises:

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.delta_fifo import DeltaFIFO, TransformFunc
@@ -36,6 +36,7 @@ from informers.object_codec import (
     compact_key_func,
     item_encoder,
 )
+from informers.object_type import ObjectT
 from informers.processor_listener import (
     ADD,
     ProcessorListener,
@@ -90,9 +91,9 @@ class ResourceEventHandlerRegistration:
 
     def __init__(
         self,
-        informer: SharedIndexInformer,
+        informer: SharedIndexInformer[Any],
         listener: ProcessorListener,
-        handler: ResourceEventHandler,
+        handler: ResourceEventHandler[Any],
     ) -> None:
         self._informer = informer
         self._listener = listener
@@ -110,8 +111,12 @@ class ResourceEventHandlerRegistration:
         return f"<ResourceEventHandlerRegistration {self._listener.name} handler={self.handler!r}>"
 
 
-class SharedIndexInformer:
+class SharedIndexInformer(Generic[ObjectT]):
     """A shared, indexed cache of one resource plus event fan-out to registered handlers.
+
+    Generic over the objects' static type: ``SharedIndexInformer[Pod]`` has an
+    ``Indexer[Pod]`` and takes ``ResourceEventHandler[Pod]`` handlers (default
+    ``dict[str, Any]``, :mod:`informers.object_type`); nothing checks it at run time.
 
     Contract:
 
@@ -234,8 +239,8 @@ class SharedIndexInformer:
             raise ValueError("the compact cache needs the RealFIFO queue")
         self._key_func = (compact_key_func(deletion_handling_meta_namespace_key_func)
                           if compact else deletion_handling_meta_namespace_key_func)
-        self._indexer = Indexer(self._key_func, self._index_funcs(indexers),
-                                codec=JSON_CODEC if compact else None)
+        self._indexer: Indexer[ObjectT] = Indexer(self._key_func, self._index_funcs(indexers),
+                                                  codec=JSON_CODEC if compact else None)
         self._waiter = ResourceVersionWaiter(
             self._indexer.last_store_sync_resource_version, clock)
         self._processor = SharedProcessor(clock=clock)
@@ -289,7 +294,7 @@ class SharedIndexInformer:
 
     def add_event_handler(
         self,
-        handler: ResourceEventHandler,
+        handler: ResourceEventHandler[ObjectT],
         resync_period: float | None = None,
         *,
         synchronous: bool = False,
@@ -354,8 +359,9 @@ class SharedIndexInformer:
                         self._processor.resync_check_period_changed(resync_period)
             self._listener_count += 1
             listener_class = SynchronousListener if synchronous else ProcessorListener
+            untyped: ResourceEventHandler[Any] = handler  # the listeners store any objects
             listener = listener_class(
-                handler,
+                untyped,
                 resync_period,
                 determine_resync_period(resync_period, self._resync_check_period),
                 self._clock.now(),
@@ -403,11 +409,11 @@ class SharedIndexInformer:
 
     # -- cache access --------------------------------------------------------------------------
 
-    def get_store(self) -> Indexer:
+    def get_store(self) -> Indexer[ObjectT]:
         """The cache (the same object as :meth:`get_indexer`)."""
         return self._indexer
 
-    def get_indexer(self) -> Indexer:
+    def get_indexer(self) -> Indexer[ObjectT]:
         """The cache with its indices. Read-only for everyone but this informer."""
         return self._indexer
 
@@ -554,13 +560,14 @@ class SharedIndexInformer:
                 return
             tuning = self._memory_tuning
             initial_gc = InitialSyncGC(self.name, tuning) if tuning is not None else None
-            consumer_args = (self._indexer, self._processor.distribute, self._block_deltas,
+            indexer: Indexer[Any] = self._indexer  # the consumers write any objects
+            consumer_args = (indexer, self._processor.distribute, self._block_deltas,
                              self._detector, self._waiter, self.name, self._key_func)
             fifo: DeltaFIFO | RealFIFO
             loop: Callable[[Any, threading.Event], None]
             if self._queue_kind is InformerQueue.DELTA_FIFO:
                 classic = DeltaFIFOConsumer(*consumer_args)
-                fifo = classic.new_fifo(self._indexer, self._transform, initial_gc)
+                fifo = classic.new_fifo(indexer, self._transform, initial_gc)
                 loop = classic.loop
             else:
                 consumer = RealFIFOConsumer(*consumer_args)

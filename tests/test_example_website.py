@@ -23,6 +23,8 @@ CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
 
 
 def load():
+    if str(EXAMPLE) not in sys.path:  # website.py imports website_types, as main.py does
+        sys.path.insert(0, str(EXAMPLE))
     spec = importlib.util.spec_from_file_location("website_example", EXAMPLE / "website.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

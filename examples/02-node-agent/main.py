@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import config as kube_config
+from kubernetes.client import ApiClient
 
 from controllers.kubelet import NodeAgent, SyncPodType, pod_key
 from informers.clock import REAL_CLOCK
@@ -111,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.pod_manifest_path or args.kubeconfig):
         demo(args.node_name, args.step)
         return 0
-    client = kube_config.new_client_from_config(args.kubeconfig) if args.kubeconfig else None
+    client: ApiClient | None = None
+    if args.kubeconfig:  # the official client's loader has no annotations
+        client = kube_config.new_client_from_config(args.kubeconfig)  # type: ignore[no-untyped-call]
     with NodeAgent(args.node_name, pod_manifest_path=args.pod_manifest_path, api_client=client,
                    runtime=PrintingRuntime()):
         try:

@@ -26,8 +26,6 @@ import copy
 import threading
 from typing import Any
 
-from kubernetes import client
-
 from informers import (
     LeaderElectionConfig,
     ListOptions,
@@ -35,10 +33,12 @@ from informers import (
     SharedInformerFactory,
     split_meta_namespace_key,
 )
+from informers.client import Client
 from informers.controller import Controller, EnqueueRequestForObject
 from informers.errors import NotFoundError
 from informers.signals import SignalHandler
 from informers.testing import connect
+from informers.types import ConfigMap, Lease
 
 LEASE = "leader-election-example"
 LABEL = "example.com/leader-election-demo"
@@ -58,7 +58,7 @@ def new_replica(api_client: Any, identity: str, namespace: str) -> Manager:
     manager = Manager(factory=factory, leader_election=election)
     config_maps = factory.core().v1().config_maps()
     lister = config_maps.lister()
-    core = client.CoreV1Api(api_client)
+    writer = Client(api_client)
 
     def reconcile(key: str) -> None:
         ns, name = split_meta_namespace_key(key)
@@ -70,7 +70,7 @@ def new_replica(api_client: Any, identity: str, namespace: str) -> Manager:
             return
         stamped = copy.deepcopy(cached)  # cached objects are shared: never modify them
         stamped["metadata"].setdefault("annotations", {})[STAMP] = identity
-        core.replace_namespaced_config_map(name, ns, stamped)  # a 409 conflict is retried
+        writer.update(stamped, resource="configmaps")  # if stale: Conflict, and a retry
         print(f"{identity} stamped {key}")
 
     controller = Controller(f"stamper-{identity}", reconcile)
@@ -99,25 +99,25 @@ class Replica:
 
 
 def holder(api_client: Any, namespace: str) -> str:
-    lease = client.CoordinationV1Api(api_client).read_namespaced_lease(LEASE, namespace)
-    return lease.spec.holder_identity or "(nobody)"
+    lease = Client(api_client).get("leases", LEASE, namespace, object_type=Lease)
+    return lease.get("spec", {}).get("holderIdentity") or "(nobody)"
 
 
 def demo(api_client: Any, namespace: str, stop: threading.Event, replicas: list[Replica]) -> None:
     """Start two replicas, let the leader work, stop it, and watch the standby take over."""
-    core = client.CoreV1Api(api_client)
+    reader = Client(api_client)
 
     def until(cond: Any) -> None:
         while not stop.is_set() and not cond():
             stop.wait(0.02)
 
     def stamp_of(name: str) -> str | None:
-        cm = core.read_namespaced_config_map(name, namespace)
-        return (cm.metadata.annotations or {}).get(STAMP)
+        cm = reader.get("configmaps", name, namespace, object_type=ConfigMap)
+        return cm["metadata"].get("annotations", {}).get(STAMP)
 
     def create(name: str) -> None:
-        core.create_namespaced_config_map(namespace, {"metadata": {
-            "name": name, "labels": {LABEL: "true"}}})
+        reader.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": name, "labels": {LABEL: "true"}}}, namespace=namespace)
 
     a = Replica(api_client, "replica-a", namespace).start()
     replicas.append(a)

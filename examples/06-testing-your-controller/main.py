@@ -17,9 +17,8 @@ import argparse
 import threading
 from typing import Any
 
-from kubernetes import client
-
 from informers import Lister, Manager, SharedInformerFactory
+from informers.client import Client
 from informers.controller import (
     Controller,
     EnqueueRequestForObject,
@@ -43,7 +42,7 @@ class TeamInfoReconciler:
     """
 
     def __init__(self, api_client: Any, namespaces: Lister, config_maps: Lister) -> None:
-        self.core = client.CoreV1Api(api_client)
+        self.client = Client(api_client)
         self.namespaces = namespaces
         self.config_maps = config_maps
 
@@ -62,11 +61,11 @@ class TeamInfoReconciler:
         try:
             have = self.config_maps.config_maps(key).get(CONFIG_MAP)
         except NotFoundError:
-            self.core.create_namespaced_config_map(key, want)
+            self.client.create(want)
             return None
         if have.get("data") != want["data"]:
             want["metadata"]["resourceVersion"] = have["metadata"]["resourceVersion"]
-            self.core.replace_namespaced_config_map(CONFIG_MAP, key, want)
+            self.client.update(want)  # conditional on the resourceVersion read
         return None
 
 

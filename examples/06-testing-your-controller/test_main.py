@@ -3,8 +3,8 @@
 ``api_server`` (a started :class:`informers.testing.ApiServer`, stopped after the test) and
 ``api_client`` (a ``kubernetes`` client for it) are pytest fixtures that come with
 kube-informers; nothing to configure. The server is a real HTTP server, so the controller runs
-exactly as it would against a cluster: informers list and watch, writes go through the
-official client. The test arranges the world through the server's seeding helpers
+exactly as it would against a cluster: informers list and watch, writes go through
+``informers.client.Client``. The test arranges the world through the server's seeding helpers
 (``create``, ``patch``, ``delete``, ``get``), which need no HTTP and are seen by watchers.
 
 Two kinds of test, the least powerful that shows the behaviour first:
@@ -28,6 +28,7 @@ import pytest
 from main import CONFIG_MAP, TEAM_LABEL, TeamInfoReconciler, new_controller
 
 from informers import Manager, SharedInformerFactory
+from informers.testing import ApiServer
 
 
 def namespace(name: str, team: str | None = None) -> dict[str, Any]:
@@ -74,7 +75,8 @@ def sync(api_server: Any, reconciler: TeamInfoReconciler, ns: str) -> None:
                == want)
 
 
-def test_reconcile_creates_the_config_map_of_a_team_namespace(api_server, reconciler):
+def test_reconcile_creates_the_config_map_of_a_team_namespace(
+        api_server: ApiServer, reconciler: TeamInfoReconciler) -> None:
     api_server.create(namespace("checkout", team="payments"))
     sync(api_server, reconciler, "checkout")
 
@@ -83,7 +85,8 @@ def test_reconcile_creates_the_config_map_of_a_team_namespace(api_server, reconc
     assert team_info(api_server, "checkout") == {"team": "payments", "namespace": "checkout"}
 
 
-def test_reconcile_leaves_namespaces_without_a_team_alone(api_server, reconciler):
+def test_reconcile_leaves_namespaces_without_a_team_alone(
+        api_server: ApiServer, reconciler: TeamInfoReconciler) -> None:
     api_server.create(namespace("scratch"))
     sync(api_server, reconciler, "scratch")
     api_server.clear_request_log()
@@ -115,7 +118,7 @@ def controller(api_client: Any) -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("controller")
-def test_the_config_map_follows_the_team_label(api_server):
+def test_the_config_map_follows_the_team_label(api_server: ApiServer) -> None:
     api_server.create(namespace("checkout", team="payments"))
     eventually(lambda: team_info(api_server, "checkout") == {"team": "payments",
                                                              "namespace": "checkout"})
@@ -127,7 +130,7 @@ def test_the_config_map_follows_the_team_label(api_server):
 
 
 @pytest.mark.usefixtures("controller")
-def test_a_config_map_changed_or_deleted_by_hand_is_put_back(api_server):
+def test_a_config_map_changed_or_deleted_by_hand_is_put_back(api_server: ApiServer) -> None:
     api_server.create(namespace("checkout", team="payments"))
     eventually(lambda: team_info(api_server, "checkout"))
 
@@ -141,7 +144,7 @@ def test_a_config_map_changed_or_deleted_by_hand_is_put_back(api_server):
 
 
 @pytest.mark.usefixtures("controller")
-def test_a_failed_write_is_retried(api_server):
+def test_a_failed_write_is_retried(api_server: ApiServer) -> None:
     # The next two creates of a ConfigMap fail as an overloaded API server would fail them.
     api_server.fail_next(2, 500, verb="create", resource="configmaps")
 

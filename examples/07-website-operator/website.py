@@ -4,28 +4,36 @@ finalizer runs a cleanup before the Website goes; a ``Ready`` condition says whe
 Deployment has the replicas asked for.
 
 The reconciler below is the whole controller logic; ``setup`` wires it with the builder.
+It is written against ``Website``, the TypedDict the CRD's schema gives
+(``python -m informers.types.generate crd.yaml -o website_types.py``): mypy and pyright check
+its reads, while the objects stay plain dicts.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from website_types import Website
 
 from informers.client import Client
 from informers.conditions import new_condition, set_status_condition, status_conditions
 from informers.controller import Controller, ControllerBuilder, Listers, Request
 from informers.controllerutil import Finalizers, set_controller_reference
 from informers.resources import Resource
+from informers.types import Deployment
+from informers.yaml_loader import load_yaml
 
 WEBSITES = Resource("example.com", "v1", "websites", "Website", namespaced=True)
 FINALIZER = "example.com/website-cleanup"
 MANAGER = "website-operator"
 
 
-def children(site: dict[str, Any]) -> list[dict[str, Any]]:
+def children(site: Website) -> list[dict[str, Any]]:
     """The objects a Website wants, as server-side apply configurations."""
-    meta, spec = site["metadata"], site.get("spec") or {}
+    meta, spec = site["metadata"], site.get("spec", {})
     name, ns, labels = meta["name"], meta["namespace"], {"app.kubernetes.io/name": meta["name"]}
     base = {"name": name, "namespace": ns, "labels": labels}
     pod = {"metadata": {"labels": labels}, "spec": {
@@ -46,7 +54,7 @@ def children(site: dict[str, Any]) -> list[dict[str, Any]]:
 class WebsiteReconciler:
     """Makes a Website's children match it and reports ``Ready``."""
 
-    def __init__(self, client: Client, listers: Listers,
+    def __init__(self, client: Client, listers: Listers[Website],
                  cleanup: Callable[[dict[str, Any]], None]) -> None:
         self.client, self.listers = client, listers
         self.finalizers = Finalizers()
@@ -62,9 +70,9 @@ class WebsiteReconciler:
         for child in children(site):
             set_controller_reference(site, child)
             self.client.apply(child, force=True)
-        deployment = self.listers.get(request, "deployments") or {}
-        want = (site.get("spec") or {}).get("replicas", 1)
-        ready = (deployment.get("status") or {}).get("readyReplicas", 0) >= want
+        deployment = self.listers.get(request, "deployments", Deployment) or {}
+        want = site.get("spec", {}).get("replicas", 1)
+        ready = deployment.get("status", {}).get("readyReplicas", 0) >= want
         conditions = status_conditions(site)
         if set_status_condition(conditions, new_condition(
                 "Ready", ready, "Available" if ready else "Progressing",
@@ -75,19 +83,10 @@ class WebsiteReconciler:
 def setup(manager: Any, client: Client,
           cleanup: Callable[[dict[str, Any]], None] = lambda site: None) -> Controller:
     """Register the Website controller with ``manager``."""
-    builder = (ControllerBuilder(manager).for_(WEBSITES)
+    builder = (ControllerBuilder(manager).for_(WEBSITES, object_type=Website)
                .owns("configmaps").owns("deployments").owns("services"))
     return builder.complete(WebsiteReconciler(client, builder.listers, cleanup))
 
 
-CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "websites.example.com"},
-    "spec": {"group": "example.com", "scope": "Namespaced",
-             "names": {"plural": "websites", "singular": "website", "kind": "Website"},
-             "versions": [{"name": "v1", "served": True, "storage": True,
-                           "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {
-                               "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
-"""The Website CRD (also in ``crd.yaml``)."""
+CRD: dict[str, Any] = load_yaml((Path(__file__).resolve().parent / "crd.yaml").read_text())
+"""The Website CRD (``crd.yaml``, whose schema gives ``website_types.py``)."""

@@ -31,6 +31,7 @@ from informers.client.transport import Transport
 from informers.clock import REAL_CLOCK, Clock
 from informers.deadline import check, remaining
 from informers.errors import ApiConnectionError, StatusError
+from informers.object_type import ObjectT
 from informers.resources import BUILTIN_RESOURCES, Resource, lookup
 
 __all__ = [
@@ -89,6 +90,10 @@ class Client:
         clock: waits between retries.
 
     Objects passed in are never modified; every answer is a new dict owned by the caller.
+
+    The methods that answer an object take ``object_type``, a ``TypedDict`` such as
+    :class:`informers.types.apps_v1.Deployment` or a CRD's generated one, that types the
+    answer for type checkers (default ``dict[str, Any]``); nothing checks it at run time.
     """
 
     def __init__(self, api_client: Any, *, field_manager: str | None = None,
@@ -148,20 +153,24 @@ class Client:
     # -- reads ------------------------------------------------------------------------------
 
     def get(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
-            subresource: str | None = None) -> dict[str, Any]:
+            subresource: str | None = None, object_type: type[ObjectT] | None = None) -> ObjectT:
         """The object (client-go ``Get``), live from the server.
 
         Raises:
             NotFound: no such object.
         """
-        return self._send("GET", self.resource(resource).path(namespace, name, subresource))
+        answer: Any = self._send("GET", self.resource(resource).path(namespace, name,
+                                                                     subresource))
+        return answer
 
     def list(self, resource: ResourceRef, namespace: str | None = None, *,
              label_selector: str | None = None, field_selector: str | None = None,
-             limit: int | None = None, continue_: str | None = None) -> dict[str, Any]:
+             limit: int | None = None, continue_: str | None = None,
+             object_type: type[ObjectT] | None = None) -> ObjectT:
         """The list object (``items``, ``metadata.resourceVersion``/``continue``); all
         namespaces when ``namespace`` is ``None``. Each item gets the list's ``apiVersion``
-        and ``kind`` back (the server leaves them out), as client-go's decoding does."""
+        and ``kind`` back (the server leaves them out), as client-go's decoding does.
+        ``object_type`` is the list's type (``PodList``)."""
         res = self.resource(resource)
         query = [(k, v) for k, v in (("labelSelector", label_selector),
                                      ("fieldSelector", field_selector),
@@ -172,12 +181,14 @@ class Client:
             if isinstance(item, dict):
                 item.setdefault("apiVersion", res.api_version)
                 item.setdefault("kind", res.kind)
-        return answer
+        typed: Any = answer
+        return typed
 
     # -- writes -----------------------------------------------------------------------------
 
     def create(self, obj: Mapping[str, Any], *, namespace: str | None = None,
-               resource: ResourceRef | None = None) -> dict[str, Any]:
+               resource: ResourceRef | None = None,
+               object_type: type[ObjectT] | None = None) -> ObjectT:
         """POST ``obj``; the namespace is ``namespace``, else the object's.
 
         Raises:
@@ -186,10 +197,11 @@ class Client:
         """
         res = self.resource(resource, obj)
         ns = namespace or _meta(obj).get("namespace")
-        return self._send("POST", res.path(ns), obj, query=self._write_query())
+        answer: Any = self._send("POST", res.path(ns), obj, query=self._write_query())
+        return answer
 
     def update(self, obj: Mapping[str, Any], *, resource: ResourceRef | None = None,
-               subresource: str | None = None) -> dict[str, Any]:
+               subresource: str | None = None, object_type: type[ObjectT] | None = None) -> ObjectT:
         """PUT ``obj`` (client-go ``Update``). Its ``metadata.resourceVersion`` is the
         precondition: a stale one raises :class:`~informers.errors.Conflict`; without one
         the write is unconditional.
@@ -201,16 +213,18 @@ class Client:
         res = self.resource(resource, obj)
         meta = _meta(obj)
         path = res.path(meta.get("namespace"), _name_of(obj), subresource)
-        return self._send("PUT", path, obj, query=self._write_query())
+        answer: Any = self._send("PUT", path, obj, query=self._write_query())
+        return answer
 
-    def update_status(self, obj: Mapping[str, Any], *,
-                      resource: ResourceRef | None = None) -> dict[str, Any]:
+    def update_status(self, obj: Mapping[str, Any], *, resource: ResourceRef | None = None,
+                      object_type: type[ObjectT] | None = None) -> ObjectT:
         """PUT the ``status`` subresource (only ``status`` is written)."""
-        return self.update(obj, resource=resource, subresource="status")
+        return self.update(obj, resource=resource, subresource="status",
+                           object_type=object_type)
 
     def patch(self, resource: ResourceRef, name: str, patch: Any,
               namespace: str | None = None, *, patch_type: PatchType = "merge",
-              subresource: str | None = None) -> dict[str, Any]:
+              subresource: str | None = None, object_type: type[ObjectT] | None = None) -> ObjectT:
         """PATCH with a JSON merge patch (a dict; RFC 7386), a JSON patch (a list of
         operations; RFC 6902) or a strategic merge patch (a dict; built-in kinds only).
 
@@ -226,19 +240,20 @@ class Client:
             raise ValueError(f"patch_type must be one of {sorted(PATCH_TYPES)}, "
                              f"not {patch_type!r}")
         path = self.resource(resource).path(namespace, name, subresource)
-        return self._send("PATCH", path, patch, content_type=content_type,
-                          query=self._write_query())
+        answer: Any = self._send("PATCH", path, patch, content_type=content_type,
+                                 query=self._write_query())
+        return answer
 
     def patch_status(self, resource: ResourceRef, name: str, patch: Any,
-                     namespace: str | None = None, *,
-                     patch_type: PatchType = "merge") -> dict[str, Any]:
+                     namespace: str | None = None, *, patch_type: PatchType = "merge",
+                     object_type: type[ObjectT] | None = None) -> ObjectT:
         """PATCH the ``status`` subresource."""
         return self.patch(resource, name, patch, namespace, patch_type=patch_type,
-                          subresource="status")
+                          subresource="status", object_type=object_type)
 
     def apply(self, obj: Mapping[str, Any], *, force: bool = False,
               field_manager: str | None = None, resource: ResourceRef | None = None,
-              subresource: str | None = None) -> dict[str, Any]:
+              subresource: str | None = None, object_type: type[ObjectT] | None = None) -> ObjectT:
         """Server-side apply ``obj``, the fields this manager wants to own (client-go
         ``Apply``; controller-runtime ``client.Apply``). ``obj`` needs ``apiVersion``,
         ``kind`` and ``metadata.name``; the object is created when missing.
@@ -262,14 +277,16 @@ class Client:
         query = self._write_query(manager)
         if force:
             query.append(("force", "true"))
-        return self._send("PATCH", path, obj, content_type=APPLY_PATCH, query=query)
+        answer: Any = self._send("PATCH", path, obj, content_type=APPLY_PATCH, query=query)
+        return answer
 
     def apply_status(self, obj: Mapping[str, Any], *, force: bool = False,
                      field_manager: str | None = None,
-                     resource: ResourceRef | None = None) -> dict[str, Any]:
+                     resource: ResourceRef | None = None,
+               object_type: type[ObjectT] | None = None) -> ObjectT:
         """Server-side apply to the ``status`` subresource."""
         return self.apply(obj, force=force, field_manager=field_manager, resource=resource,
-                          subresource="status")
+                          subresource="status", object_type=object_type)
 
     def delete(self, resource: ResourceRef, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
@@ -388,21 +405,23 @@ class StatusWriter:
     def __init__(self, client: Client) -> None:
         self._client = client
 
-    def update(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def update(self, obj: Mapping[str, Any], *,
+               object_type: type[ObjectT] | None = None) -> ObjectT:
         """PUT the status; ``obj``'s ``resourceVersion`` is the precondition."""
-        return self._client.update(obj, subresource="status")
+        return self._client.update(obj, subresource="status", object_type=object_type)
 
-    def patch(self, obj: Mapping[str, Any], patch: Any, *,
-              patch_type: PatchType = "merge") -> dict[str, Any]:
+    def patch(self, obj: Mapping[str, Any], patch: Any, *, patch_type: PatchType = "merge",
+              object_type: type[ObjectT] | None = None) -> ObjectT:
         """PATCH the status of ``obj`` with ``patch`` (e.g. ``{"status": {...}}``)."""
         meta = _meta(obj)
         return self._client.patch(self._client.resource(None, obj), _name_of(obj), patch,
                                   meta.get("namespace"), patch_type=patch_type,
-                                  subresource="status")
+                                  subresource="status", object_type=object_type)
 
     def apply(self, obj: Mapping[str, Any], *, force: bool = False,
-              field_manager: str | None = None) -> dict[str, Any]:
+              field_manager: str | None = None,
+              object_type: type[ObjectT] | None = None) -> ObjectT:
         """Server-side apply ``obj``'s status (``apiVersion``, ``kind``, ``metadata.name``
         and the ``status`` fields this manager owns)."""
         return self._client.apply(obj, force=force, field_manager=field_manager,
-                                  subresource="status")
+                                  subresource="status", object_type=object_type)

@@ -36,9 +36,9 @@ from __future__ import annotations
 import builtins
 import inspect
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, cast, overload
 
 from informers.clock import Clock
 from informers.controller.controller import DEFAULT_MAX_RETRIES, Controller
@@ -54,6 +54,7 @@ from informers.deadline import deadline
 from informers.errors import DeadlineExceededError
 from informers.factory import SharedInformerFactory
 from informers.listers import Lister
+from informers.object_type import ObjectT, OtherObjectT
 from informers.resources import Resource, lookup
 from informers.workqueue.rate_limiters import RateLimiter
 
@@ -85,20 +86,21 @@ class _Manager(Protocol):
     def add(self, controller: Controller, needs_leader: bool = True) -> None: ...
 
 
-class Listers:
+class Listers(Generic[ObjectT]):
     """The listers of a built controller's kinds, over the manager's shared caches.
 
     Objects from them are shared with every other reader: copy before changing one
     (``copy.deepcopy``). Caches can be stale; a reconcile that acts on what it read writes
-    with a ``resourceVersion`` precondition or server-side apply.
+    with a ``resourceVersion`` precondition or server-side apply. Generic over the primary
+    kind's static type (``for_``'s ``object_type``; default ``dict[str, Any]``).
     """
 
     def __init__(self, primary: Resource, factory: SharedInformerFactory) -> None:
         self.primary_resource = primary
         self._factory = factory
-        self._by_resource: dict[Resource, Lister] = {}
+        self._by_resource: dict[Resource, Lister[Any]] = {}
 
-    def _add(self, res: Resource) -> Lister:
+    def _add(self, res: Resource) -> Lister[Any]:
         lister = self._by_resource.get(res)
         informer = self._factory.informer_for(res)
         if lister is None or lister.indexer is not informer.get_indexer():
@@ -107,7 +109,7 @@ class Listers:
         return lister
 
     @property
-    def primary(self) -> Lister:
+    def primary(self) -> Lister[ObjectT]:
         """The lister of the ``for_`` kind."""
         return self._add(self.primary_resource)
 
@@ -123,10 +125,34 @@ class Listers:
                 return self._add(res)
         raise KeyError(f"the controller does not watch {kind!r}")
 
-    def get(self, request: str, kind: KindRef | None = None) -> dict[str, Any] | None:
+    def lister(self, kind: KindRef, object_type: type[OtherObjectT] | None = None
+               ) -> Lister[OtherObjectT]:
+        """``self[kind]``, its objects typed as ``object_type`` (a ``TypedDict`` such as
+        :class:`informers.types.apps_v1.Deployment`; for type checkers only).
+
+        Raises:
+            KeyError: the controller does not watch that kind.
+        """
+        lister: Lister[Any] = self[kind]
+        return lister
+
+    @overload
+    def get(self, request: str, kind: None = None) -> ObjectT | None: ...
+
+    @overload
+    def get(self, request: str, kind: KindRef, object_type: None = None
+            ) -> dict[str, Any] | None: ...
+
+    @overload
+    def get(self, request: str, kind: KindRef, object_type: type[OtherObjectT]
+            ) -> OtherObjectT | None: ...
+
+    def get(self, request: str, kind: KindRef | None = None,
+            object_type: type[Mapping[str, Any]] | None = None) -> Any:
         """The object named by ``request`` from the cache of the primary kind (or of
         ``kind``), ``None`` when absent (a deleted primary: its dependents go with the garbage
-        collector, its finalizers ran before)."""
+        collector, its finalizers ran before). ``object_type`` types an object of ``kind``
+        for type checkers (``get(request, "deployments", Deployment)``)."""
         lister = self.primary if kind is None else self[kind]
         found: Any = lister.indexer.get_by_key(Request.from_key(request).key)
         return found if isinstance(found, dict) else None
@@ -139,21 +165,25 @@ class _Watch:
     predicates: tuple[Predicate, ...]
 
 
-class ControllerBuilder:
+class ControllerBuilder(Generic[ObjectT]):
     """Builds one controller for ``manager`` (controller-runtime ``builder.Builder``).
+
+    Generic over the primary kind's static type, set by :meth:`for_`'s ``object_type``
+    (``for_(WEBSITES, object_type=Website)``: ``listers.get(request)`` is then a
+    ``Website``); default ``dict[str, Any]``. Static only: objects stay dicts.
 
     Args:
         manager: the :class:`~informers.manager.Manager` whose factory supplies the
             informers and which runs the controller (leader-only, as controller-runtime's).
 
     Raises:
-        ValueError: the manager has no factory.
+        ValueError: the manager has no factory (neither ``api_client`` nor ``factory``).
     """
 
     def __init__(self, manager: _Manager) -> None:
         if manager.factory is None:
-            raise ValueError("the manager has no informer factory: give it an api_client "
-                             "or a factory")
+            raise ValueError("the manager has no informer factory: create it with an "
+                             "api_client or a factory")
         self._manager = manager
         self._factory = manager.factory
         self._primary: Resource | None = None
@@ -161,7 +191,7 @@ class ControllerBuilder:
         self._filters: list[Predicate] = []
         self._options: dict[str, Any] = {}
         self._name: str | None = None
-        self._listers: Listers | None = None
+        self._listers: Listers[Any] | None = None
         self._built = False
         self._priority = False
 
@@ -174,8 +204,11 @@ class ControllerBuilder:
             return self._factory.for_resource(*kind).resource
         return lookup(kind)
 
-    def for_(self, kind: KindRef, *predicates: Predicate) -> ControllerBuilder:
-        """The kind this controller reconciles (``For``); once.
+    def for_(self, kind: KindRef, *predicates: Predicate,
+             object_type: type[OtherObjectT] | None = None
+             ) -> ControllerBuilder[OtherObjectT]:
+        """The kind this controller reconciles (``For``); once. ``object_type`` (a
+        ``TypedDict``) types its objects for type checkers.
 
         Raises:
             ValueError: called twice.
@@ -188,9 +221,9 @@ class ControllerBuilder:
         self._listers = Listers(res, self._factory)
         self._listers._add(res)
         self._watches.insert(0, _Watch(res, EnqueueRequestForObject, predicates))
-        return self
+        return cast("ControllerBuilder[OtherObjectT]", self)
 
-    def owns(self, kind: KindRef, *predicates: Predicate) -> ControllerBuilder:
+    def owns(self, kind: KindRef, *predicates: Predicate) -> ControllerBuilder[ObjectT]:
         """Objects of ``kind`` whose controller owner is the primary kind enqueue that owner
         (``Owns``); call after :meth:`for_`."""
         primary = self._need_primary("owns")
@@ -205,7 +238,7 @@ class ControllerBuilder:
         return self
 
     def watches(self, kind: KindRef, map_fn: Callable[[Any], Iterable[str]],
-                *predicates: Predicate) -> ControllerBuilder:
+                *predicates: Predicate) -> ControllerBuilder[ObjectT]:
         """Objects of ``kind`` enqueue the keys (or Requests) ``map_fn(obj)`` returns
         (``Watches`` with ``EnqueueRequestsFromMapFunc``)."""
         res = self._resource(kind)
@@ -218,7 +251,7 @@ class ControllerBuilder:
         self._watches.append(_Watch(res, handler, predicates))
         return self
 
-    def with_event_filter(self, *predicates: Predicate) -> ControllerBuilder:
+    def with_event_filter(self, *predicates: Predicate) -> ControllerBuilder[ObjectT]:
         """Predicates every watch's events must pass (``WithEventFilter``)."""
         self._filters.extend(predicates)
         return self
@@ -229,7 +262,7 @@ class ControllerBuilder:
                      max_retries: int | _Unset | None = _UNSET,
                      name: str | None = None, clock: Clock | None = None,
                      metrics: Any = None, priority_queue: bool | None = None
-                     ) -> ControllerBuilder:
+                     ) -> ControllerBuilder[ObjectT]:
         """The controller's options (``WithOptions``): ``workers`` (controller-runtime
         ``MaxConcurrentReconciles``, default 1), ``rate_limiter``, ``reconcile_timeout``
         (seconds; controller-runtime ``ReconciliationTimeout``: the requests a reconcile
@@ -261,7 +294,7 @@ class ControllerBuilder:
             self._priority = priority_queue
         return self
 
-    def named(self, name: str) -> ControllerBuilder:
+    def named(self, name: str) -> ControllerBuilder[ObjectT]:
         """The controller's name (``Named``): logs, metrics and the queue."""
         self._name = name
         return self
@@ -269,11 +302,11 @@ class ControllerBuilder:
     # -- building ---------------------------------------------------------------------------
 
     @property
-    def listers(self) -> Listers:
+    def listers(self) -> Listers[ObjectT]:
         """The listers of the watched kinds (after :meth:`for_`)."""
         return self._require(self._listers)
 
-    def complete(self, reconcile: Reconciler | Callable[[Listers], Reconciler]
+    def complete(self, reconcile: Reconciler | Callable[[Listers[ObjectT]], Reconciler]
                  ) -> Controller:
         """Build the controller around ``reconcile`` and add it to the manager (``Complete``).
 
@@ -326,7 +359,7 @@ class ControllerBuilder:
         return self._primary
 
     @staticmethod
-    def _require(listers: Listers | None) -> Listers:
+    def _require(listers: Listers[Any] | None) -> Listers[Any]:
         if listers is None:
             raise ValueError("for_() has not been called")
         return listers
@@ -346,7 +379,10 @@ def _is_factory(fn: Callable[..., Any]) -> bool:
     if len(params) != 1:
         return False
     annotation = params[0].annotation
-    return params[0].name == "listers" or annotation in (Listers, "Listers")
+    if isinstance(annotation, str):  # "Listers" or "Listers[Website]" (postponed annotations)
+        annotation = annotation.partition("[")[0]
+    return (params[0].name == "listers" or annotation in (Listers, "Listers")
+            or getattr(annotation, "__origin__", None) is Listers)
 
 
 class LowPriorityWhenUnchanged:

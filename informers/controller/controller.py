@@ -85,7 +85,7 @@ class Synced(Protocol):
     def has_synced(self) -> bool: ...
 
 
-HandlerFactory = Callable[["Controller"], ResourceEventHandler]
+HandlerFactory = Callable[["Controller"], "ResourceEventHandler[Any]"]
 """Builds an enqueue handler for a controller, e.g. the class
 :class:`~informers.controller.enqueue.EnqueueRequestForObject` itself."""
 
@@ -257,7 +257,7 @@ class Controller:
     def watch(
         self,
         informer: Any,
-        handler: HandlerFactory | ResourceEventHandler,
+        handler: HandlerFactory | ResourceEventHandler[Any],
         *predicates: Predicate,
         resync_period: float | None = None,
     ) -> Any:

@@ -252,7 +252,7 @@ class PredicateFilteredHandler:
 
     __slots__ = ("handler", "predicates")
 
-    def __init__(self, handler: ResourceEventHandler, *predicates: Predicate) -> None:
+    def __init__(self, handler: ResourceEventHandler[Any], *predicates: Predicate) -> None:
         self.handler = handler
         self.predicates = predicates
 

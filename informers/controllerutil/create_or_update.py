@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import copy
 import enum
-from collections.abc import Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, cast
 
 from informers.client.client import Client
 from informers.errors import NotFound
@@ -40,7 +40,7 @@ class OperationResult(str, enum.Enum):
     UPDATED_STATUS_ONLY = "updatedStatusOnly"
 
 
-def _key(obj: MutableMapping[str, Any]) -> tuple[str, str]:
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
@@ -81,7 +81,7 @@ def _get(client: Client, obj: MutableMapping[str, Any]) -> dict[str, Any] | None
     return current
 
 
-def create_or_update(client: Client, obj: MutableMapping[str, Any],
+def create_or_update(client: Client, obj: Mapping[str, Any],
                      mutate: MutateFn | None) -> OperationResult:
     """Create ``obj`` or update it with ``mutate``'s changes (PUT, conditional on the
     ``resourceVersion`` just read: a concurrent write raises ``Conflict``).
@@ -92,15 +92,16 @@ def create_or_update(client: Client, obj: MutableMapping[str, Any],
             called when the read failed.
     """
     key = _key(obj)
-    current = _get_or_create(client, obj, key, mutate)
+    target = cast("MutableMapping[str, Any]", obj)  # a dict or a TypedDict: set in place
+    current = _get_or_create(client, target, key, mutate)
     if current is None:
         return OperationResult.CREATED
     existing = copy.deepcopy(current)
     _mutate(mutate, key, current)
     if current == existing:
-        _replace(obj, current)
+        _replace(target, current)
         return OperationResult.NONE
-    _replace(obj, client.update(current))
+    _replace(target, client.update(current))
     return OperationResult.UPDATED
 
 
@@ -123,7 +124,7 @@ def merge_patch(before: Any, after: Any) -> Any:
     return patch
 
 
-def create_or_patch(client: Client, obj: MutableMapping[str, Any],
+def create_or_patch(client: Client, obj: Mapping[str, Any],
                     mutate: MutateFn | None) -> OperationResult:
     """Create ``obj`` or merge-patch ``mutate``'s changes: the object without ``status``
     first, then the ``status`` subresource when ``mutate`` changed the status
@@ -133,7 +134,8 @@ def create_or_patch(client: Client, obj: MutableMapping[str, Any],
         as :func:`create_or_update`.
     """
     key = _key(obj)
-    current = _get_or_create(client, obj, key, mutate)
+    target = cast("MutableMapping[str, Any]", obj)  # a dict or a TypedDict: set in place
+    current = _get_or_create(client, target, key, mutate)
     if current is None:
         return OperationResult.CREATED
     before = copy.deepcopy(current)
@@ -153,5 +155,5 @@ def create_or_patch(client: Client, obj: MutableMapping[str, Any],
             namespace or None)
         result = (OperationResult.UPDATED_STATUS if result is OperationResult.UPDATED
                   else OperationResult.UPDATED_STATUS_ONLY)
-    _replace(obj, answer)
+    _replace(target, answer)
     return result

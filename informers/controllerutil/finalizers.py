@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from informers.errors import InformersError
 
@@ -46,22 +46,27 @@ def _finalizers(obj: Mapping[str, Any]) -> list[str]:
     return [str(f) for f in found] if isinstance(found, list) else []
 
 
-def add_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
-    """Append ``finalizer`` unless present; ``True`` if the list changed (``AddFinalizer``)."""
+def add_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
+    """Append ``finalizer`` unless present; ``True`` if the list changed (``AddFinalizer``).
+
+    ``obj`` is changed in place: a dict, or a ``TypedDict`` (which type checkers do not
+    take for a ``MutableMapping``, hence the annotation)."""
     current = _finalizers(obj)
     if finalizer in current:
         return False
-    obj.setdefault("metadata", {})["finalizers"] = [*current, finalizer]
+    cast("MutableMapping[str, Any]", obj).setdefault("metadata", {})["finalizers"] = [
+        *current, finalizer]
     return True
 
 
-def remove_finalizer(obj: MutableMapping[str, Any], finalizer: str) -> bool:
-    """Remove every ``finalizer`` entry; ``True`` if the list changed (``RemoveFinalizer``)."""
+def remove_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
+    """Remove every ``finalizer`` entry; ``True`` if the list changed (``RemoveFinalizer``);
+    in place, as :func:`add_finalizer`."""
     current = _finalizers(obj)
     kept = [f for f in current if f != finalizer]
     if len(kept) == len(current):
         return False
-    obj.setdefault("metadata", {})["finalizers"] = kept
+    cast("MutableMapping[str, Any]", obj).setdefault("metadata", {})["finalizers"] = kept
     return True
 
 
@@ -111,7 +116,7 @@ class _Patcher(Protocol):
     def resource(self, ref: Any = None, obj: Mapping[str, Any] | None = None) -> Any: ...
 
     def patch(self, resource: Any, name: str, patch: Any, namespace: str | None = None, *,
-              patch_type: Any = "merge", subresource: str | None = None) -> dict[str, Any]: ...
+              patch_type: Any = "merge", subresource: str | None = None) -> Any: ...
 
 
 class Finalizers:
@@ -130,7 +135,7 @@ class Finalizers:
             raise ValueError(f"finalizer for key {key!r} already registered")
         self._cleanups[key] = cleanup
 
-    def finalize(self, obj: MutableMapping[str, Any]) -> FinalizeResult:
+    def finalize(self, obj: Mapping[str, Any]) -> FinalizeResult:
         """In place, for each registered finalizer (``Finalizers.Finalize``): a live object
         without it gets it; an object being deleted with it gets its cleanup run and, when the
         cleanup returned, the finalizer removed. A cleanup that raised leaves its finalizer
@@ -155,7 +160,7 @@ class Finalizers:
                     result.status_updated = True
         return result
 
-    def run(self, client: _Patcher, obj: MutableMapping[str, Any]) -> bool:
+    def run(self, client: _Patcher, obj: Mapping[str, Any]) -> bool:
         """:meth:`finalize`, then write the finalizer list when it changed; ``True`` when the
         object is being deleted (the reconcile should stop there).
 
@@ -174,8 +179,9 @@ class Finalizers:
                 {"metadata": {"finalizers": meta.get("finalizers") or None,
                               "resourceVersion": meta.get("resourceVersion")}},
                 meta.get("namespace"))
-            obj.clear()
-            obj.update(answer)
+            target = cast("MutableMapping[str, Any]", obj)  # a dict or a TypedDict
+            target.clear()
+            target.update(answer)
         if result.errors:
             raise FinalizerError(result.errors)
         return is_being_deleted(obj)

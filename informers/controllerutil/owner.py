@@ -15,7 +15,7 @@ API server). Not thread-safe: edit your own copy.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import Any, cast
 
 from informers.errors import AlreadyOwnedError
 
@@ -42,8 +42,9 @@ def _refs(obj: Obj) -> list[dict[str, Any]]:
     return [dict(r) for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
 
 
-def _set_refs(obj: MutableMapping[str, Any], refs: list[dict[str, Any]]) -> None:
-    meta = obj.setdefault("metadata", {})
+def _set_refs(obj: Obj, refs: list[dict[str, Any]]) -> None:
+    # obj is changed in place: a dict, or a TypedDict (no MutableMapping to type checkers)
+    meta = cast("MutableMapping[str, Any]", obj).setdefault("metadata", {})
     if refs:
         meta["ownerReferences"] = refs
     else:
@@ -85,7 +86,7 @@ def _validate_owner(owner: Obj, obj: Obj) -> None:
                              f"namespace {owner_ns}, obj's namespace {obj_ns}")
 
 
-def _upsert(obj: MutableMapping[str, Any], ref: dict[str, Any]) -> None:
+def _upsert(obj: Obj, ref: dict[str, Any]) -> None:
     refs = _refs(obj)
     for i, existing in enumerate(refs):
         if _same_object(existing, ref):
@@ -96,7 +97,7 @@ def _upsert(obj: MutableMapping[str, Any], ref: dict[str, Any]) -> None:
     _set_refs(obj, refs)
 
 
-def set_owner_reference(owner: Obj, obj: MutableMapping[str, Any], *,
+def set_owner_reference(owner: Obj, obj: Obj, *,
                         block_owner_deletion: bool | None = None) -> None:
     """Add (or replace) a non-controller reference to ``owner`` on ``obj``
     (``SetOwnerReference``).
@@ -112,7 +113,7 @@ def set_owner_reference(owner: Obj, obj: MutableMapping[str, Any], *,
     _upsert(obj, ref)
 
 
-def set_controller_reference(owner: Obj, obj: MutableMapping[str, Any], *,
+def set_controller_reference(owner: Obj, obj: Obj, *,
                              block_owner_deletion: bool = True) -> None:
     """Make ``owner`` the managing controller of ``obj`` (``SetControllerReference``):
     a reference with ``controller: true`` and ``blockOwnerDeletion`` (default ``True``),
@@ -154,7 +155,7 @@ def has_owner_reference(obj: Obj, owner: Obj) -> bool:
     return any(_same_object(r, ref) for r in _refs(obj))
 
 
-def remove_owner_reference(owner: Obj, obj: MutableMapping[str, Any]) -> None:
+def remove_owner_reference(owner: Obj, obj: Obj) -> None:
     """Remove the reference to ``owner`` (``RemoveOwnerReference``).
 
     Raises:
@@ -171,7 +172,7 @@ def remove_owner_reference(owner: Obj, obj: MutableMapping[str, Any]) -> None:
     _set_refs(obj, kept)
 
 
-def remove_controller_reference(owner: Obj, obj: MutableMapping[str, Any]) -> None:
+def remove_controller_reference(owner: Obj, obj: Obj) -> None:
     """Remove ``owner``'s controller reference (``RemoveControllerReference``).
 
     Raises:
