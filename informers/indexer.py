@@ -235,7 +235,7 @@ class Indexer(Generic[ObjectT]):
         self._encode = codec.encode if codec is not None else None
         self._decode = codec.decode if codec is not None else None
         self._lock = threading.Lock()
-        self._items: dict[str, ObjectT] = {}
+        self._items: dict[str, Any] = {}  # the objects, or what the codec made of them
         self._rv = ""
         self._indexes: dict[str, _Index] = {}
         # The same indices in a tuple (replaced, never mutated, whenever they change: writers
