@@ -166,7 +166,7 @@ def _client(kubeconfig: str) -> Any:
 
 
 def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
-               tuned: bool = True) -> int:
+               tuned: bool = True, compact: bool = False) -> int:
     from informers import MemoryTuning, ResourceEventHandlerFuncs, SharedInformerFactory
     from informers.list_watch import ListOptions
 
@@ -177,12 +177,15 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
             options.resource_version_match = "Exact"
 
     factory = SharedInformerFactory(_client(kubeconfig), tweak_list_options=pin if rv else None,
-                                    memory_tuning=MemoryTuning() if tuned else None)
+                                    memory_tuning=MemoryTuning() if tuned else None,
+                                    compact=compact)
     informer = factory.core().v1().pods().informer()
     state = {"seen": 0, "first": 0.0, "last": 0.0}
+    versions: set[str] = set()  # only the one handler thread writes
     done = threading.Event()
 
     def on_update(old: Any, new: Any) -> None:
+        versions.add(new["metadata"]["resourceVersion"])
         state["seen"] += 1
         if state["seen"] == 1:
             state["first"] = time.perf_counter()
@@ -215,12 +218,31 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
             os._exit(1)
         if sampler is not None:
             sys.stderr.write(sampler.report(f"our watch burst of {events} events"))
-        _emit({"events": events, "seconds": state["last"] - state["first"], "synced": synced})
+        _emit({"events": events, "total": state["last"] - start, "synced": synced,
+               "first_to_last": state["last"] - state["first"], "distinct": len(versions)})
     else:
         gc.collect()
-        _emit({"synced": synced, "rss0": rss0, "rss1": rss_bytes(),
-               "cached": len(informer.get_indexer().list_keys())})
+        rss1 = rss_bytes()
+        lister = factory.core().v1().pods().lister()
+        _emit({"synced": synced, "rss0": rss0, "rss1": rss1,
+               "cached": len(informer.get_indexer().list_keys()),
+               "list_selector": _best_of(lambda: lister.list(SELECTOR))})
     os._exit(0)  # skip joining daemon threads: not measured
+
+
+SELECTOR = "app.kubernetes.io/name=checkout"
+"""The lister figure's label selector: one app of the 14 in benchmarks.pods (the Go program
+uses the same)."""
+
+
+def _best_of(fn: Callable[[], Any], repeat: int = 5) -> float:
+    """Best seconds of ``repeat`` calls of ``fn``."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
@@ -253,6 +275,8 @@ def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
 
     informer.add_event_handler(ADDED, on_added)
     informer.add_event_handler(MODIFIED, on_modified)
+    versions: set[str] = set()
+    informer.add_event_handler(MODIFIED, lambda obj: versions.add(obj.metadata.resource_version))
     gc.collect()
     rss0 = rss_bytes()
     start = time.perf_counter()
@@ -265,7 +289,8 @@ def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
         if not done.wait(CHILD_TIMEOUT):
             _emit({"error": f"official: saw {state['seen']} of {events} MODIFIED events"})
             os._exit(1)
-        _emit({"events": events, "seconds": state["last"] - state["first"], "synced": synced})
+        _emit({"events": events, "total": state["last"] - start, "synced": synced,
+               "first_to_last": state["last"] - state["first"], "distinct": len(versions)})
     else:
         gc.collect()
         _emit({"synced": synced, "rss0": rss0, "rss1": rss_bytes(),
@@ -289,6 +314,7 @@ class ClientFigures:
     rss_growth: list[int] = field(default_factory=list)
     rss: list[int] = field(default_factory=list)
     events_per_second: float = 0.0
+    list_selector: list[float] = field(default_factory=list)
 
     @property
     def sync(self) -> float:
@@ -306,7 +332,7 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
     # "ours" runs with informers.MemoryTuning on (as the bundled commands do), "ours-untuned"
     # with the library's default (no GC or C-heap tuning).
     figures = {"client-go": ClientFigures(), "ours": ClientFigures(),
-               "ours-untuned": ClientFigures()}
+               "ours-untuned": ClientFigures(), "ours-compact": ClientFigures()}
     if official:
         figures["official"] = ClientFigures()
 
@@ -316,6 +342,9 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
         if client == "ours-untuned":
             return spawn_child("ours", kubeconfig, "--pods", str(pods), "--memory-tuning=off",
                                *args)
+        if client == "ours-compact":
+            return spawn_child("ours", kubeconfig, "--pods", str(pods), "--memory-tuning=off",
+                               "--compact", *args)
         return spawn_child(client, kubeconfig, "--pods", str(pods), *args)
 
     for client, fig in list(figures.items()):
@@ -327,6 +356,8 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
             fig.syncs.append(result["synced"])
             fig.rss_growth.append((result["rss1"] - result["rss0"]) // pods)
             fig.rss.append(result["rss1"])
+            if "list_selector" in result:
+                fig.list_selector.append(result["list_selector"])
             log(f"{client} sync {i + 1}: {result['synced']:.3f} s, RSS {result['rss1'] / 1e6:.0f}"
                 f" MB (+{(result['rss1'] - result['rss0']) / 1e6:.0f} MB)")
     # client-go once more with a plain paginated list, as ours does (watch-list streaming off)
@@ -356,15 +387,29 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
             seconds = patch_burst(http, names, round_)
             log(f"{len(names):,} pods patched in {seconds:.1f} s (from resourceVersion {rv})")
             if client == "client-go":
-                args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}", f"-events={len(names)}")
+                watch_args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}",
+                                               f"-events={len(names)}")
             else:
-                args = ("--rv", rv, "--events", str(len(names)))
+                watch_args = ("--rv", rv, "--events", str(len(names)))
                 if profile and client == "ours":
-                    args += ("--profile",)
-            result = run_child(spawn(client, *args))
-            fig.events_per_second = result["events"] / result["seconds"]
-            log(f"{client} watch: {result['events']:,} MODIFIED events in "
-                f"{result['seconds']:.3f} s ({fig.events_per_second:,.0f}/s)")
+                    watch_args += ("--profile",)
+            result = run_child(spawn(client, *watch_args))
+            if result["distinct"] != result["events"]:
+                raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
+                                   f"resourceVersions in {result['events']} updates")
+            # From the informer's start to the last handler call, less the list's share (the
+            # best sync of this client): first-to-last call would leave out every event
+            # decoded and queued before the first call.
+            seconds = result["total"] - fig.sync
+            if seconds <= 0:
+                raise RuntimeError(f"{client}: the watch run ({result['total']:.3f} s) was "
+                                   f"shorter than its best sync ({fig.sync:.3f} s)")
+            fig.events_per_second = result["events"] / seconds
+            log(f"{client} watch: {result['events']:,} MODIFIED events ({result['distinct']:,} "
+                f"distinct resourceVersions) in {seconds:.3f} s after its {fig.sync:.3f} s "
+                f"list ({fig.events_per_second:,.0f}/s; start to last call "
+                f"{result['total']:.3f} s, its own sync {result['synced']:.3f} s, first to "
+                f"last call {result['first_to_last']:.3f} s)")
     return figures
 
 
@@ -476,13 +521,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--child", choices=("ours", "official"), help=argparse.SUPPRESS)
     parser.add_argument("--memory-tuning", choices=("on", "off"), default="on",
                         help=argparse.SUPPRESS)
+    parser.add_argument("--compact", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     parser.add_argument("--rv", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     pods = args.pods or (2_000 if args.quick else 10_000)
     if args.child == "ours":
         return child_ours(args.kubeconfig, pods, args.rv, args.events or 0, args.profile,
-                          args.memory_tuning == "on")
+                          args.memory_tuning == "on", args.compact)
     if args.child == "official":
         return child_official(args.kubeconfig, pods, args.rv, args.events or 0)
 
