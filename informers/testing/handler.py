@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import access, protobuf, status, tables
+from informers.testing.admission import RequestScope, request_scope
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     APPLY_PATCH,
@@ -435,6 +436,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         if raw_query:
             query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         info = resolve(self.command, path, query, app.registry)
+        scope: RequestScope | None = None
         try:
             authenticated = access.authenticate(self.headers.get("Authorization"), app.token)
             if not authenticated and (authenticated is False
@@ -450,7 +452,8 @@ class RequestHandler(BaseHTTPRequestHandler):
                 self._send(Response(200, b"ok"), content_type="text/plain; charset=utf-8")
                 return
             raw = self._read_body(app.max_request_body_bytes)
-            response = self._dispatch(app, info, query, raw)
+            with request_scope(query) as scope:  # writes inside are admitted (admission.py)
+                response = self._dispatch(app, info, query, raw)
         except StatusError as err:
             response = status_response(err)
         except Exception as err:  # a bug: answer 500 like the real server's panic handler
@@ -458,6 +461,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             response = status_response(status.internal_error(f"{type(err).__name__}: {err}"))
         if response is None:
             return  # a watch, already answered and recorded
+        if scope is not None:  # the webhooks' warnings, on success and failure alike
+            response.headers.extend(map(warning_header, scope.warnings))
         self._record(app, info, query, response.code)
         try:
             self._send(response)

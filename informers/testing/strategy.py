@@ -52,6 +52,7 @@ from informers.testing.storage import Entry, Storage, object_key
 from informers.testing.strategic_merge import strategic_patch
 
 if TYPE_CHECKING:
+    from informers.testing.admission import Admission
     from informers.testing.crds import CustomResources
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "Strategy"]
@@ -107,6 +108,7 @@ class Strategy:
         self._rand = random.Random()
         self._sweeping = False  # deleting a namespace's content: finalize once, at the end
         self.custom: CustomResources | None = None  # CRDs and custom resources (crds.py)
+        self.admission: Admission | None = None  # webhooks (admission.py), for API writes
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -202,6 +204,10 @@ class Strategy:
             self._check_namespace(
                 rt, namespace, meta.get("name") or meta.get("generateName") or "Unknown"
             )
+            if self.admission is not None:
+                obj = self._admit(rt, "CREATE", namespace, meta.get("name") or "", "", obj,
+                                  None, dry_run)
+                meta = obj["metadata"]
             name = meta.get("name") or ""
             if not name:
                 prefix = meta.get("generateName") or ""
@@ -218,6 +224,8 @@ class Strategy:
                 meta["name"] = name
             if self.custom is not None:
                 self.custom.prepare(rt, obj, None, "", seeding)
+            if self.admission is not None:
+                self.admission.prepare(rt, obj)
             validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
@@ -247,9 +255,54 @@ class Strategy:
                 record_update(None, ordered, MergeSchemas.shared().shape(rt), manager=manager,
                               api_version=rt.api_version, now=self._now(),
                               has_status=rt.has_status)
+            if self.admission is not None:
+                self._check_admitted(rt, "CREATE", namespace, name, "", ordered, None, dry_run)
+                if self._storage.get(rt, object_key(rt, namespace, name)) is not None:
+                    raise status.already_exists(rt.plural, rt.group, name)
             if dry_run:
                 return self._storage.preview(rt, ordered)
             return self._put(rt, ordered)
+
+    # -- admission (admission.py): webhooks run with the storage lock released -------------
+
+    def _attributes(self, rt: ResourceType, operation: str, namespace: str, name: str,
+                    subresource: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+                    dry_run: bool, options: dict[str, Any] | None) -> Any:
+        from informers.testing.admission import Attributes
+
+        assert self.admission is not None
+        kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}.get(
+            operation, "DeleteOptions")
+        return Attributes(rt, operation, namespace if rt.namespaced else "", name, subresource,
+                          obj, old, dry_run, self.admission.options(kind, dry_run, options))
+
+    def _admit(self, rt: ResourceType, operation: str, namespace: str, name: str,
+               subresource: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+               dry_run: bool, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The mutating webhooks: the object they leave (``obj`` itself when none ran)."""
+        assert self.admission is not None
+        attrs = self._attributes(rt, operation, namespace, name, subresource, obj, old,
+                                 dry_run, options)
+        mutated = self.admission.mutate(attrs)
+        return mutated if mutated is not None else {}
+
+    def _check_admitted(self, rt: ResourceType, operation: str, namespace: str, name: str,
+                        subresource: str, obj: dict[str, Any] | None,
+                        old: dict[str, Any] | None, dry_run: bool,
+                        options: dict[str, Any] | None = None) -> None:
+        """The validating webhooks on the object about to be stored."""
+        assert self.admission is not None
+        self.admission.validate(self._attributes(rt, operation, namespace, name, subresource,
+                                                 obj, old, dry_run, options))
+
+    def _check_unchanged(self, rt: ResourceType, current: Entry) -> None:
+        """After webhooks ran unlocked: 409 when the object changed meanwhile."""
+        now = self._storage.get(rt, current.key)
+        if now is None:
+            raise status.not_found(rt.plural, rt.group, current.name)
+        if now.rv != current.rv:
+            raise status.conflict(rt.plural, rt.group, current.name,
+                                  status.OPTIMISTIC_LOCK_MESSAGE)
 
     def _put(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
         entry = self._storage.put(rt, obj)
@@ -364,8 +417,15 @@ class Strategy:
             raise status.conflict(rt.plural, rt.group, name, status.OPTIMISTIC_LOCK_MESSAGE)
         if old is None:
             old = current.decode()
+        if self.admission is not None and subresource in ("", "status"):
+            obj = self._admit(rt, "UPDATE", namespace, name, subresource, obj, old, dry_run)
+            obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
+            meta = obj["metadata"]
+            self._check_unchanged(rt, current)
         if self.custom is not None:
             self.custom.prepare(rt, obj, old, subresource, subresource == "*")
+        if self.admission is not None and subresource != "status":
+            self.admission.prepare(rt, obj)
         old_meta = old["metadata"]
         if subresource == "status":
             # Everything but the status from ``old``: a copy of its top level and metadata
@@ -416,6 +476,9 @@ class Strategy:
             validate(rt, new, old)
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
+        if self.admission is not None and subresource in ("", "status"):
+            self._check_admitted(rt, "UPDATE", namespace, name, subresource, new, old, dry_run)
+            self._check_unchanged(rt, current)
         if _strip_rv(new) == _strip_rv(old):
             return current  # no-op: etcd3 GuaranteedUpdate skips the write
         if manager:
@@ -485,6 +548,11 @@ class Strategy:
             grace = options.get("gracePeriodSeconds")
             if grace is not None and not isinstance(grace, int):
                 raise status.bad_request("gracePeriodSeconds must be an integer")
+            if self.admission is not None:
+                self._admit(rt, "DELETE", namespace, name, "", None, obj, dry_run, options)
+                self._check_admitted(rt, "DELETE", namespace, name, "", None, obj, dry_run,
+                                     options)
+                self._check_unchanged(rt, current)
             if dry_run:
                 return current, False
             if is_namespaces(rt):

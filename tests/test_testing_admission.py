@@ -1,0 +1,323 @@
+"""Admission webhooks on both servers: the embedded ``ApiServer`` (informers.testing.admission)
+and the real kube-apiserver v1.36.3, whose webhook configurations point at this test's HTTPS
+webhook (tests/webhook_server.py) on 127.0.0.1 with a throwaway CA.
+
+Every configuration is scoped to the test's own namespace (``namespaceSelector`` on
+``kubernetes.io/metadata.name``) and deleted in ``finally``: the real control plane is shared
+by the whole session. Expected values are kube-apiserver's (``k8s.io/apiserver/pkg/admission/
+plugin/webhook``: ``errors/statuserror.go`` ``ToStatusErr``, ``mutating/dispatcher.go``,
+``validating/dispatcher.go``, ``request/admissionreview.go``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import secrets
+import ssl
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from webhook_server import HANG, Raw, WebhookServer
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+GROUP = "admissionregistration.k8s.io"
+VALIDATING = f"/apis/{GROUP}/v1/validatingwebhookconfigurations"
+MUTATING = f"/apis/{GROUP}/v1/mutatingwebhookconfigurations"
+
+
+def token(server) -> str:
+    return server.embedded.token if server.embedded is not None else server.plane.token
+
+
+def call(server, method: str, path: str, body: Any = None,
+         content_type: str = "application/json") -> tuple[int, Any, list[str]]:
+    """One request over TLS; (status, decoded body, Warning headers)."""
+    url = urlsplit(server.https_url)
+    context = ssl.create_default_context(cafile=server.ca_file)
+    connection = http.client.HTTPSConnection(url.hostname, url.port, context=context,
+                                             timeout=30)
+    try:
+        data = None if body is None else json.dumps(body).encode()
+        connection.request(method, path, data, {
+            "Authorization": f"Bearer {token(server)}", "Content-Type": content_type,
+            "Accept": "application/json"})
+        response = connection.getresponse()
+        raw = response.read()
+        warnings = [v for k, v in response.getheaders() if k.lower() == "warning"]
+        return response.status, json.loads(raw) if raw else None, warnings
+    finally:
+        connection.close()
+
+
+def configmap(name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def webhook(hook_server: WebhookServer, namespace: str, name: str, path: str = "/",
+            **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+        "clientConfig": {"url": hook_server.url + path, "caBundle": hook_server.ca.ca_bundle},
+        "rules": [{"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"],
+                   "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {NAME_LABEL: namespace}},
+        **extra}
+
+
+@contextlib.contextmanager
+def configuration(server, collection: str, *hooks: dict[str, Any]) -> Iterator[str]:
+    """Create a configuration, wait until it is honoured (the real server's configuration
+    informer lags a little), delete it at the end."""
+    name = f"test-{secrets.token_hex(4)}"
+    kind = ("ValidatingWebhookConfiguration" if collection == VALIDATING
+            else "MutatingWebhookConfiguration")
+    code, body, _ = call(server, "POST", collection, {
+        "apiVersion": f"{GROUP}/v1", "kind": kind, "metadata": {"name": name},
+        "webhooks": list(hooks)})
+    assert code == 201, body
+    try:
+        if server.embedded is None:
+            time.sleep(1.5)  # the dynamic webhook source's informer
+        yield name
+    finally:
+        call(server, "DELETE", f"{collection}/{name}")
+
+
+def normalized_object(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The object with the server-made values that differ between servers masked."""
+    if obj is None:
+        return None
+    obj = json.loads(json.dumps(obj))
+    meta = obj["metadata"]
+    for key in ("uid", "creationTimestamp", "resourceVersion"):
+        if key in meta:
+            meta[key] = key
+    for entry in meta.get("managedFields") or []:
+        entry["time"] = "time"
+    return obj
+
+
+def cm_path(server, name: str = "") -> str:
+    base = f"/api/v1/namespaces/{server.namespace}/configmaps"
+    return f"{base}/{name}" if name else base
+
+
+# -- the request a webhook receives ----------------------------------------------------------
+
+
+def test_a_validating_webhook_gets_the_admission_review_kube_apiserver_sends(any_api_server):
+    s = any_api_server
+    with WebhookServer() as hook, configuration(
+            s, VALIDATING, webhook(hook, s.namespace, "check.example.com", "/validate")):
+        code, created, _ = call(s, "POST", cm_path(s) + "?fieldManager=tester",
+                                configmap("one", a="1"))
+        assert code == 201, created
+        code, _, _ = call(s, "PUT", cm_path(s, "one"), {**created, "data": {"a": "2"}})
+        assert code == 200
+        code, _, _ = call(s, "DELETE", cm_path(s, "one") + "?dryRun=All")
+        assert code == 200
+        paths = [path for path, _ in hook.requests]
+        reviews = [review for _, review in hook.requests]
+    assert paths == ["/validate?timeout=10s"] * 3
+    assert [r["kind"] for r in reviews] == ["AdmissionReview"] * 3
+    assert [r["apiVersion"] for r in reviews] == ["admission.k8s.io/v1"] * 3
+    requests = [r["request"] for r in reviews]
+    for request in requests:
+        assert len(request.pop("uid")) == 36
+        request["object"] = normalized_object(request["object"])
+        request["oldObject"] = normalized_object(request["oldObject"])
+    gvk = {"group": "", "version": "v1", "kind": "ConfigMap"}
+    gvr = {"group": "", "version": "v1", "resource": "configmaps"}
+    user = {"username": "kube-informers-admin", "uid": "kube-informers-admin",
+            "groups": ["system:masters", "system:authenticated"]}
+    stored = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
+        "name": "one", "namespace": s.namespace, "uid": "uid",
+        "creationTimestamp": "creationTimestamp",
+        "managedFields": [{"manager": "tester", "operation": "Update", "apiVersion": "v1",
+                           "time": "time", "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:data": {".": {}, "f:a": {}}}}]},
+        "data": {"a": "1"}}
+    common = {"kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+              "name": "one", "namespace": s.namespace, "userInfo": user}
+    assert requests[0] == {
+        **common, "operation": "CREATE", "object": stored, "oldObject": None, "dryRun": False,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1",
+                    "fieldManager": "tester"}}
+    assert requests[1]["operation"] == "UPDATE"
+    stored["metadata"]["resourceVersion"] = "resourceVersion"  # not set before the create
+    assert requests[1]["oldObject"] == stored
+    assert requests[1]["object"]["data"] == {"a": "2"}
+    assert requests[1]["options"] == {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+    assert requests[2] == {
+        **common, "operation": "DELETE", "object": None, "oldObject": requests[1]["object"],
+        "dryRun": True, "options": {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1",
+                                    "dryRun": ["All"]}}
+
+
+# -- denials and warnings ---------------------------------------------------------------------
+
+
+def test_a_denial_reaches_the_client_with_the_webhooks_code_and_warnings(any_api_server):
+    s = any_api_server
+
+    def deny(path, review):
+        return {"allowed": False, "warnings": ["first warning", "second warning"],
+                "status": {"code": 403, "reason": "Forbidden", "message": "no configmaps today"}}
+
+    with WebhookServer(deny) as hook, configuration(
+            s, VALIDATING, webhook(hook, s.namespace, "deny.example.com")):
+        code, body, warnings = call(s, "POST", cm_path(s), configmap("two"))
+        assert code == 403
+        assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Failure",
+                        "message": 'admission webhook "deny.example.com" denied the request: '
+                                   "no configmaps today",
+                        "reason": "Forbidden", "code": 403}
+        assert warnings == ['299 - "first warning"', '299 - "second warning"']
+        assert call(s, "GET", cm_path(s, "two"))[0] == 404
+
+
+def test_a_denial_without_a_result_is_a_400_without_explanation(any_api_server):
+    s = any_api_server
+    with WebhookServer(lambda path, review: {"allowed": False}) as hook, configuration(
+            s, VALIDATING, webhook(hook, s.namespace, "quiet.example.com")):
+        code, body, _ = call(s, "POST", cm_path(s), configmap("three"))
+    assert (code, body) == (400, {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'admission webhook "quiet.example.com" denied the request without '
+                   "explanation", "code": 400})
+
+
+# -- mutation -----------------------------------------------------------------------------------
+
+
+def patch_answer(*operations: dict[str, Any]) -> dict[str, Any]:
+    return {"allowed": True, "patchType": "JSONPatch",
+            "patch": base64.b64encode(json.dumps(list(operations)).encode()).decode()}
+
+
+def test_mutating_webhooks_patch_in_name_order_and_reinvoke_if_needed(any_api_server):
+    s = any_api_server
+
+    def mutate(path, review):
+        data = review["request"]["object"].get("data") or {}
+        if path.startswith("/first"):  # IfNeeded: sees the second's change on its reinvocation
+            return patch_answer({"op": "add", "path": "/data/first",
+                                 "value": ",".join(sorted(data))})
+        return patch_answer({"op": "add", "path": "/data/second", "value": "yes"})
+
+    with WebhookServer(mutate) as hook, configuration(
+            s, MUTATING,
+            webhook(hook, s.namespace, "first.example.com", "/first",
+                    reinvocationPolicy="IfNeeded"),
+            webhook(hook, s.namespace, "second.example.com", "/second")):
+        code, created, _ = call(s, "POST", cm_path(s), configmap("four", a="1"))
+        paths = [path.split("?")[0] for path, _ in hook.requests]
+    assert code == 201, created
+    assert paths == ["/first", "/second", "/first"]
+    assert created["data"] == {"a": "1", "first": "a,first,second", "second": "yes"}
+
+
+# -- failures -----------------------------------------------------------------------------------
+
+
+def test_a_timeout_fails_the_request_under_fail_and_is_skipped_under_ignore(any_api_server):
+    s = any_api_server
+    with WebhookServer(lambda path, review: HANG) as hook:
+        with configuration(s, VALIDATING, webhook(hook, s.namespace, "slow.example.com",
+                                                  "/slow", timeoutSeconds=1)):
+            started = time.monotonic()
+            code, body, _ = call(s, "POST", cm_path(s), configmap("five"))
+            assert time.monotonic() - started < 5
+        reason = (f'failed calling webhook "slow.example.com": failed to call webhook: Post '
+                  f'"{hook.url}/slow?timeout=1s": context deadline exceeded')
+        assert (code, body) == (500, {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f"Internal error occurred: {reason}", "reason": "InternalError",
+            "details": {"causes": [{"message": reason}]}, "code": 500})
+        with configuration(s, VALIDATING, webhook(hook, s.namespace, "slow.example.com",
+                                                  "/slow", timeoutSeconds=1,
+                                                  failurePolicy="Ignore")):
+            code, _, _ = call(s, "POST", cm_path(s), configmap("five"))
+            assert code == 201
+    assert call(s, "GET", cm_path(s, "five"))[0] == 200  # and the server keeps serving
+
+
+@pytest.mark.parametrize("answer, detail", [
+    (Raw(200, "application/json", b"garbage"),
+     "failed to call webhook: couldn't get version/kind; json parse error: json: cannot "
+     "unmarshal string into Go value of type struct { APIVersion string "
+     '"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'),
+    (Raw(500, "text/plain", b"boom"),
+     'failed to call webhook: an error on the server ("boom") has prevented the request from '
+     "succeeding"),
+    ({"allowed": True, "uid": "not-the-request"}, None),
+])
+def test_a_webhook_that_answers_badly_fails_the_request(any_api_server, answer, detail):
+    s = any_api_server
+    with WebhookServer(lambda path, review: answer) as hook, configuration(
+            s, VALIDATING, webhook(hook, s.namespace, "bad.example.com")):
+        code, body, _ = call(s, "POST", cm_path(s), configmap("six"))
+        uid = hook.requests[0][1]["request"]["uid"]
+    if detail is None:
+        detail = (f'received invalid webhook response: expected response.uid="{uid}", got '
+                  '"not-the-request"')
+    reason = f'failed calling webhook "bad.example.com": {detail}'
+    assert (code, body["reason"], body["message"]) == (
+        500, "InternalError", f"Internal error occurred: {reason}")
+    assert call(s, "GET", "/api/v1/namespaces")[0] == 200
+
+
+# -- the configuration objects -------------------------------------------------------------------
+
+
+def test_a_configuration_is_defaulted(any_api_server):
+    s = any_api_server
+    hook = {"name": "d.example.com", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "clientConfig": {"url": "https://127.0.0.1:1/x"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                       "resources": ["configmaps"]}],
+            "objectSelector": {"matchLabels": {"never": secrets.token_hex(4)}}}
+    name = f"test-{secrets.token_hex(4)}"
+    code, body, _ = call(s, "POST", MUTATING, {
+        "apiVersion": f"{GROUP}/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name}, "webhooks": [hook]})
+    try:
+        assert code == 201, body
+        assert body["metadata"]["generation"] == 1
+        assert body["webhooks"] == [{
+            **hook, "rules": [{**hook["rules"][0], "scope": "*"}], "failurePolicy": "Fail",
+            "matchPolicy": "Equivalent", "namespaceSelector": {}, "timeoutSeconds": 10,
+            "reinvocationPolicy": "Never"}]
+    finally:
+        call(s, "DELETE", f"{MUTATING}/{name}")
+
+
+def test_an_invalid_configuration_is_refused_with_kube_apiservers_causes(any_api_server):
+    s = any_api_server
+    code, body, _ = call(s, "POST", VALIDATING, {
+        "apiVersion": f"{GROUP}/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "bad-config"},
+        "webhooks": [{"name": "short", "sideEffects": "Some", "timeoutSeconds": 31,
+                      "admissionReviewVersions": ["v1"],
+                      "clientConfig": {"url": "http://127.0.0.1/x"}}]})
+    assert code == 422
+    assert body["reason"] == "Invalid"
+    assert [(c["field"], c["reason"]) for c in body["details"]["causes"]] == [
+        ("webhooks[0].name", "FieldValueInvalid"),
+        ("webhooks[0].sideEffects", "FieldValueNotSupported"),
+        ("webhooks[0].timeoutSeconds", "FieldValueInvalid"),
+        ("webhooks[0].clientConfig.url", "FieldValueInvalid")]
+    assert [c["message"] for c in body["details"]["causes"]] == [
+        'Invalid value: "short": should be a domain with at least three segments separated '
+        "by dots",
+        'Unsupported value: "Some": supported values: "None", "NoneOnDryRun"',
+        "Invalid value: 31: the timeout value must be between 1 and 30 seconds",
+        "Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: "
+        "https://host[/path]"]
