@@ -321,3 +321,103 @@ def test_an_invalid_configuration_is_refused_with_kube_apiservers_causes(any_api
         "Invalid value: 31: the timeout value must be between 1 and 30 seconds",
         "Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: "
         "https://host[/path]"]
+
+
+# -- ValidatingAdmissionPolicy ----------------------------------------------------------------
+
+POLICIES = f"/apis/{GROUP}/v1/validatingadmissionpolicies"
+BINDINGS = f"/apis/{GROUP}/v1/validatingadmissionpolicybindings"
+
+
+@contextlib.contextmanager
+def policy(server, validations: list[dict[str, Any]], actions: list[str]) -> Iterator[
+        tuple[str, str]]:
+    """A policy on configmaps of the test's namespace and its binding; deleted at the end."""
+    name = f"test-{secrets.token_hex(4)}"
+    code, body, _ = call(server, "POST", POLICIES, {
+        "apiVersion": f"{GROUP}/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {"matchConstraints": {
+            "resourceRules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+                               "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "namespaceSelector": {"matchLabels": {NAME_LABEL: server.namespace}}},
+            "validations": validations}})
+    assert code == 201, body
+    try:
+        code, body, _ = call(server, "POST", BINDINGS, {
+            "apiVersion": f"{GROUP}/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name + "-binding"},
+            "spec": {"policyName": name, "validationActions": actions}})
+        assert code == 201, body
+        try:
+            yield name, name + "-binding"
+        finally:
+            call(server, "DELETE", f"{BINDINGS}/{name}-binding")
+    finally:
+        call(server, "DELETE", f"{POLICIES}/{name}")
+
+
+def until_effective(server, probe: dict[str, Any]) -> tuple[int, Any, list[str]]:
+    """Dry-run creates of ``probe`` until the policy answers (kube-apiserver compiles
+    policies in the background); the last answer."""
+    deadline = time.monotonic() + 15
+    while True:
+        answer = call(server, "POST", cm_path(server) + "?dryRun=All", probe)
+        if answer[0] != 201 or answer[2] or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_a_policy_denies_with_its_message_expression(any_api_server):
+    s = any_api_server
+    validations = [
+        {"expression": "object.data.size() < 2",
+         "messageExpression": "'too many keys: ' + string(object.data.size())"},
+        {"expression": "'ok' in object.data", "message": "needs an ok key",
+         "reason": "Forbidden"}]
+    with policy(s, validations, ["Deny"]) as (name, binding):
+        code, body, _ = until_effective(s, configmap("big", a="1", b="2"))
+        text = (f"ValidatingAdmissionPolicy '{name}' with binding '{binding}' denied request: "
+                "too many keys: 2")
+        assert (code, body) == (422, {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f'configmaps "big" is forbidden: {text}', "reason": "Invalid",
+            "details": {"name": "big", "kind": "configmaps", "causes": [{"message": text}]},
+            "code": 422})
+        code, body, _ = call(s, "POST", cm_path(s), configmap("small", a="1"))
+        assert (code, body["reason"], body["message"]) == (
+            403, "Forbidden", f"configmaps \"small\" is forbidden: ValidatingAdmissionPolicy "
+                              f"'{name}' with binding '{binding}' denied request: needs an ok key")
+        assert call(s, "POST", cm_path(s), configmap("fine", ok="1"))[0] == 201
+
+
+def test_a_warn_binding_lets_the_write_through_with_a_warning(any_api_server):
+    s = any_api_server
+    with policy(s, [{"expression": "'ok' in object.data"}], ["Warn"]) as (name, binding):
+        code, _, warnings = until_effective(s, configmap("w", a="1"))
+        assert code == 201
+        assert warnings == [
+            f"299 - \"Validation failed for ValidatingAdmissionPolicy '{name}' with binding "
+            f"'{binding}': failed expression: 'ok' in object.data\""]
+
+
+def test_an_invalid_policy_and_binding_are_refused(any_api_server):
+    s = any_api_server
+    code, body, _ = call(s, "POST", POLICIES, {
+        "apiVersion": f"{GROUP}/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "bad-policy"},
+        "spec": {"matchConstraints": {"resourceRules": [{
+            "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+            "resources": ["configmaps"]}]}}})
+    assert code == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("spec.validations", "Required value: validations or auditAnnotations must contain "
+                             "at least one item"),
+        ("spec.auditAnnotations", "Required value: validations or auditAnnotations must "
+                                  "contain at least one item")]
+    code, body, _ = call(s, "POST", BINDINGS, {
+        "apiVersion": f"{GROUP}/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "bad-binding"}, "spec": {"policyName": "nothing"}})
+    assert code == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("spec.validationActions", "Required value: at least one validation action is required")]

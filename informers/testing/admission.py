@@ -49,6 +49,15 @@ from typing import Any, TypeVar
 from informers import labels
 from informers.errors import StatusError
 from informers.testing import status
+from informers.testing.admission_policy import (
+    BINDINGS,
+    POLICIES,
+    POLICY_RESOURCES,
+    PolicyRequest,
+    default_policy,
+    evaluate_policies,
+    validate_policy_object,
+)
 from informers.testing.errors import PatchError
 from informers.testing.patch import apply_json_patch
 from informers.testing.resources import ResourceRegistry, ResourceType
@@ -230,23 +239,32 @@ class Admission:
 
     def install(self) -> None:
         """Serve the configuration collections."""
-        for rt in WEBHOOK_RESOURCES:
+        for rt in (*WEBHOOK_RESOURCES, *POLICY_RESOURCES):
             if self._registry.lookup(rt.group, rt.version, rt.plural) is None:
                 self._registry.add(rt)
 
     @staticmethod
     def prepare(rt: ResourceType, obj: dict[str, Any]) -> None:
-        """Default and validate a configuration object being written (422 if invalid)."""
+        """Default and validate a configuration or policy object being written (422 if
+        invalid)."""
         if rt in WEBHOOK_RESOURCES:
             default_configuration(rt, obj)
             validate_configuration(rt, obj)
+        elif rt in POLICY_RESOURCES:
+            from informers.testing.cel_rules import _cel
 
-    def _hooks(self, rt: ResourceType) -> list[_Hook]:
+            default_policy(rt, obj)
+            validate_policy_object(rt, obj, lambda text: _cel().compile(text))
+
+    def _objects(self, rt: ResourceType) -> list[dict[str, Any]]:
         with self._storage.lock:
             if self._registry.lookup(rt.group, rt.version, rt.plural) is None:
                 return []
             entries = list(self._storage.collection(rt).objects.values())
-        configs = sorted((e.decode() for e in entries), key=lambda c: c["metadata"]["name"])
+        return sorted((e.decode() for e in entries), key=lambda c: c["metadata"]["name"])
+
+    def _hooks(self, rt: ResourceType) -> list[_Hook]:
+        configs = self._objects(rt)
         return [_Hook(c["metadata"]["name"], h, rt is MUTATING)
                 for c in configs for h in c.get("webhooks") or [] if isinstance(h, dict)]
 
@@ -489,9 +507,37 @@ class Admission:
         scope = self._applies(attrs)
         if scope is None:
             return
+        bindings = self._objects(BINDINGS)
+        if bindings:
+            self._policies(bindings, attrs, scope)
         hooks = self._hooks(VALIDATING)
         if hooks:
             _run_unlocked(self._storage.lock, lambda: self._validate(hooks, attrs, scope))
+
+    def _policies(self, bindings: list[dict[str, Any]], attrs: Attributes,
+                  scope: RequestScope) -> None:
+        """The ``ValidatingAdmissionPolicy`` plugin (:mod:`.admission_policy`)."""
+        from informers.testing.cel_rules import _cel
+
+        rt = attrs.rt
+        is_namespace = rt.group == "" and rt.plural == "namespaces"
+        namespace_object = None
+        if attrs.namespace:
+            ns_rt = self._registry.lookup("", "v1", "namespaces")
+            assert ns_rt is not None
+            entry = self._storage.get(ns_rt, attrs.namespace)
+            namespace_object = _typed(ns_rt, entry.decode()) if entry is not None else None
+        name = attrs.name or str(((attrs.obj or {}).get("metadata") or {}).get("generateName")
+                                 or "")
+        request = PolicyRequest(
+            lambda rule: _rule_matches(rule, attrs), name,
+            lambda: self._namespace_labels(attrs), (attrs.obj, attrs.old),
+            {"object": _typed(rt, attrs.obj), "oldObject": _typed(rt, attrs.old),
+             "request": self._request(attrs, str(uuid.uuid4())),
+             "namespaceObject": namespace_object},
+            (rt.plural, rt.group))
+        evaluate_policies(self._objects(POLICIES), bindings, request,
+                          bool(attrs.namespace) or is_namespace, _cel(), scope.warn)
 
     def _validate(self, hooks: list[_Hook], attrs: Attributes, scope: RequestScope) -> None:
         selected = [hook for hook in hooks if self._selected(hook, attrs)]
