@@ -257,6 +257,10 @@ def test_a_timeout_fails_the_request_under_fail_and_is_skipped_under_ignore(any_
     (Raw(500, "text/plain", b"boom"),
      'failed to call webhook: an error on the server ("boom") has prevented the request from '
      "succeeding"),
+    (Raw(403, "application/json", json.dumps({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "go away", "reason": "Forbidden", "code": 403}).encode()),
+     "failed to call webhook: go away"),
     ({"allowed": True, "uid": "not-the-request"}, None),
 ])
 def test_a_webhook_that_answers_badly_fails_the_request(any_api_server, answer, detail):
@@ -272,6 +276,112 @@ def test_a_webhook_that_answers_badly_fails_the_request(any_api_server, answer, 
     assert (code, body["reason"], body["message"]) == (
         500, "InternalError", f"Internal error occurred: {reason}")
     assert call(s, "GET", "/api/v1/namespaces")[0] == 200
+
+
+def test_selectors_and_match_conditions_choose_the_webhooks_called(any_api_server):
+    s = any_api_server
+
+    def deny(path, review):
+        return {"allowed": False, "status": {"message": path.split("?")[0]}}
+
+    with WebhookServer(deny) as hook, configuration(
+            s, VALIDATING,
+            webhook(hook, s.namespace, "labelled.example.com", "/labelled",
+                    objectSelector={"matchLabels": {"pick": "me"}}),
+            webhook(hook, s.namespace, "named.example.com", "/named",
+                    matchConditions=[{"name": "only-b",
+                                      "expression": "object.metadata.name == 'b'"}]),
+            webhook(hook, s.namespace, "updates.example.com", "/updates",
+                    rules=[{"operations": ["UPDATE"], "apiGroups": [""],
+                            "apiVersions": ["v1"], "resources": ["configmaps"]}])):
+        assert call(s, "POST", cm_path(s), configmap("plain"))[0] == 201
+        assert hook.requests == []
+        code, body, _ = call(s, "POST", cm_path(s), configmap("b"))
+        assert (code, body["message"]) == (
+            400, 'admission webhook "named.example.com" denied the request: /named')
+        labelled = configmap("c")
+        labelled["metadata"]["labels"] = {"pick": "me"}
+        code, body, _ = call(s, "POST", cm_path(s), labelled)
+        assert (code, body["message"]) == (
+            400, 'admission webhook "labelled.example.com" denied the request: /labelled')
+        code, body, _ = call(s, "PATCH", cm_path(s, "plain"), {"data": {"x": "1"}},
+                             "application/merge-patch+json")
+        assert (code, body["message"]) == (
+            400, 'admission webhook "updates.example.com" denied the request: /updates')
+        other = s.new_namespace()
+        assert call(s, "POST", f"/api/v1/namespaces/{other}/configmaps", configmap("b"))[0] == 201
+        assert sorted(path.split("?")[0] for path, _ in hook.requests) == [
+            "/labelled", "/named", "/updates"]
+
+
+def test_a_dry_run_calls_webhooks_whose_side_effects_allow_it(any_api_server):
+    s = any_api_server
+    with WebhookServer() as hook, configuration(
+            s, VALIDATING, webhook(hook, s.namespace, "dry.example.com",
+                                   sideEffects="NoneOnDryRun")):
+        code, _, _ = call(s, "POST", cm_path(s) + "?dryRun=All", configmap("dry"))
+        assert code == 201
+        assert [review["request"]["dryRun"] for _, review in hook.requests] == [True]
+        assert hook.requests[0][1]["request"]["options"] == {
+            "kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}
+    assert call(s, "GET", cm_path(s, "dry"))[0] == 404
+
+
+def test_a_mutating_webhook_may_not_patch_a_delete(any_api_server):
+    s = any_api_server
+    assert call(s, "POST", cm_path(s), configmap("keep"))[0] == 201
+    answer = patch_answer({"op": "add", "path": "/data", "value": {"x": "1"}})
+    with WebhookServer(lambda path, review: answer) as hook, configuration(
+            s, MUTATING, webhook(hook, s.namespace, "patcher.example.com",
+                                 rules=[{"operations": ["DELETE"], "apiGroups": [""],
+                                         "apiVersions": ["v1"],
+                                         "resources": ["configmaps"]}])):
+        code, body, _ = call(s, "DELETE", cm_path(s, "keep"))
+    message = ('admission webhook "patcher.example.com" attempted to modify the object, which '
+               "is not supported for this operation")
+    assert (code, body["reason"], body["message"]) == (
+        500, "InternalError", f"Internal error occurred: {message}")
+    assert call(s, "GET", cm_path(s, "keep"))[0] == 200
+
+
+def test_a_service_reference_without_a_mapping_fails_to_resolve(any_api_server):
+    s = any_api_server
+    hook = {"name": "svc.example.com", "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "clientConfig": {"service": {"namespace": s.namespace, "name": "hooks",
+                                         "path": "/check"}},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                       "resources": ["configmaps"]}],
+            "namespaceSelector": {"matchLabels": {NAME_LABEL: s.namespace}}}
+    with configuration(s, VALIDATING, hook):
+        code, body, _ = call(s, "POST", cm_path(s), configmap("svc"))
+    reason = (f'failed calling webhook "svc.example.com": failed to call webhook: Post '
+              f'"https://hooks.{s.namespace}.svc:443/check?timeout=10s": service "hooks" not '
+              "found")
+    assert (code, body["message"]) == (500, f"Internal error occurred: {reason}")
+
+
+def test_a_mapped_service_reference_reaches_the_test_webhook():
+    from informers.testing import ApiServer
+
+    with WebhookServer() as hook, ApiServer(
+            webhook_services={"default/hooks:443": hook.url}) as server:
+        server.create({"apiVersion": f"{GROUP}/v1", "kind": "ValidatingWebhookConfiguration",
+                       "metadata": {"name": "mapped"}, "webhooks": [{
+                           "name": "svc.example.com", "admissionReviewVersions": ["v1"],
+                           "sideEffects": "None",
+                           "clientConfig": {"caBundle": hook.ca.ca_bundle, "service": {
+                               "namespace": "default", "name": "hooks", "path": "/check"}},
+                           "rules": [{"operations": ["CREATE"], "apiGroups": [""],
+                                      "apiVersions": ["v1"], "resources": ["configmaps"]}]}]})
+        api = server.api_client()
+        try:
+            from kubernetes import client
+
+            client.CoreV1Api(api).create_namespaced_config_map("default", configmap("m"))
+        finally:
+            api.close()
+        assert [path for path, _ in hook.requests] == ["/check?timeout=10s"]
 
 
 # -- the configuration objects -------------------------------------------------------------------

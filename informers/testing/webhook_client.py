@@ -72,7 +72,9 @@ def _generic_response(code: int, body: bytes, content_type: str) -> StatusError:
 
 def webhook_url(client_config: Mapping[str, Any], services: Mapping[str, str]) -> str:
     """The URL a ``clientConfig`` posts to (``url``, or the mapped ``service`` plus its
-    ``path``). Raises :class:`CallError` for an unmapped service."""
+    ``path``), without the ``timeout`` parameter. For an unmapped service: the service's
+    cluster URL ``https://<name>.<namespace>.svc:<port><path>``, which :meth:`WebhookClient.post`
+    refuses as kube-apiserver's resolver does for a missing Service."""
     if client_config.get("url"):
         return str(client_config["url"])
     service = client_config.get("service") or {}
@@ -81,9 +83,7 @@ def webhook_url(client_config: Mapping[str, Any], services: Mapping[str, str]) -
     path = service.get("path") or ""
     base = services.get(f"{namespace}/{name}:{port}") or services.get(f"{namespace}/{name}")
     if base is None:
-        host = f"{name}.{namespace}.svc"
-        url = f"https://{host}:{port}{path}"
-        raise CallError(f'Post "{url}": dial tcp: lookup {host}: no such host')
+        return f"https://{name}.{namespace}.svc:{port}{path}"
     return base.rstrip("/") + path
 
 
@@ -117,6 +117,11 @@ class WebhookClient:
         path = f"{split.path or '/'}?{query}timeout={timeout}s"
         url = f"{split.scheme}://{split.netloc}{path}"
         where = f'Post "{url}"'
+        service = client_config.get("service") or {}
+        if not client_config.get("url") and target.startswith(
+                f"https://{service.get('name', '')}.{service.get('namespace', '')}.svc:"):
+            # no mapping: the cluster-IP resolver finds no Service in this process
+            raise CallError(f'{where}: service "{service.get("name", "")}" not found')
         if split.scheme != "https":
             raise CallError(f'{where}: unsupported protocol scheme "{split.scheme}"')
         context = self._context(str(client_config.get("caBundle") or ""))
