@@ -86,7 +86,10 @@ class ApiServer:
       their Go types; of custom resources, only in ``metadata``) are dropped, and they and
       duplicate JSON fields get a ``Warning`` header (``Warn``, the default) or a 400
       (``Strict``, kubectl's default), as on kube-apiserver;
-    * no admission beyond NamespaceLifecycle; validation of names, labels and annotations
+    * admission: NamespaceLifecycle, the admission webhooks of ``Validating``/
+      ``MutatingWebhookConfiguration`` objects and ``ValidatingAdmissionPolicy``
+      (:mod:`informers.testing.admission`; API requests only, not the seeding helpers), and
+      no other plugin; validation of names, labels and annotations
       (every kind) and of an Endpoints' subsets, with kube-apiserver's 422 causes
       (:mod:`informers.testing.validation`), and no other; no defaulting beyond unknown fields,
       the ``kubernetes.io/metadata.name`` label of namespaces, an Endpoints port's ``TCP``
