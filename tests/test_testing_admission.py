@@ -50,7 +50,11 @@ def call(server, method: str, path: str, body: Any = None,
         response = connection.getresponse()
         raw = response.read()
         warnings = [v for k, v in response.getheaders() if k.lower() == "warning"]
-        return response.status, json.loads(raw) if raw else None, warnings
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        return response.status, body, warnings
     finally:
         connection.close()
 
@@ -531,3 +535,150 @@ def test_an_invalid_policy_and_binding_are_refused(any_api_server):
     assert code == 422
     assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
         ("spec.validationActions", "Required value: at least one validation action is required")]
+
+
+# -- CRD conversion webhooks ----------------------------------------------------------------------
+
+
+def convert_widget(obj: dict[str, Any], desired: str) -> dict[str, Any]:
+    """v1 ``spec.size`` <-> v2 ``spec.dimensions.size``."""
+    _, _, version = desired.partition("/")
+    spec = dict(obj.get("spec") or {})
+    if version == "v2" and "size" in spec:
+        spec["dimensions"] = {"size": spec.pop("size")}
+    elif version == "v1" and "dimensions" in spec:
+        spec["size"] = spec.pop("dimensions").get("size")
+    return {**obj, "apiVersion": desired, "spec": spec}
+
+
+def converter(fail: list[str]) -> Any:
+    def handle(path: str, review: dict[str, Any]) -> Raw:
+        request = review["request"]
+        if fail:
+            result = {"status": "Failure", "message": fail[0]}
+            converted: list[Any] = []
+        else:
+            result = {"status": "Success"}
+            converted = [convert_widget(o, request["desiredAPIVersion"])
+                         for o in request["objects"]]
+        return Raw(200, "application/json", json.dumps({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "response": {"uid": request["uid"], "convertedObjects": converted,
+                         "result": result}}).encode())
+    return handle
+
+
+def widget_crd(group: str, hook: WebhookServer) -> dict[str, Any]:
+    def version(name: str, spec: dict[str, Any], storage: bool) -> dict[str, Any]:
+        return {"name": name, "served": True, "storage": storage, "schema": {"openAPIV3Schema": {
+            "type": "object", "properties": {"spec": {"type": "object", "properties": spec}}}}}
+
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                           "listKind": "WidgetList"},
+                 "versions": [
+                     version("v1", {"size": {"type": "integer"}}, True),
+                     version("v2", {"dimensions": {"type": "object", "properties": {
+                         "size": {"type": "integer"}}}}, False)],
+                 "conversion": {"strategy": "Webhook", "webhook": {
+                     "conversionReviewVersions": ["v1"],
+                     "clientConfig": {"url": hook.url + "/convert",
+                                      "caBundle": hook.ca.ca_bundle}}}}}
+
+
+@contextlib.contextmanager
+def served_crd(server, crd: dict[str, Any]) -> Iterator[None]:
+    code, body, _ = call(server, "POST",
+                         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert code == 201, body
+    try:
+        group = crd["spec"]["group"]
+        deadline = time.monotonic() + 15
+        for version in ("v1", "v2"):  # kube-apiserver serves a new CRD a moment later
+            while call(server, "GET", f"/apis/{group}/{version}/namespaces/{server.namespace}"
+                       "/widgets")[0] != 200 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        yield
+    finally:
+        call(server, "DELETE",
+             f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}")
+
+
+def watch_events(server, path: str) -> list[dict[str, Any]]:
+    """The events of a watch from ``resourceVersion=0`` that ends after a second."""
+    url = urlsplit(server.https_url)
+    context = ssl.create_default_context(cafile=server.ca_file)
+    connection = http.client.HTTPSConnection(url.hostname, url.port, context=context,
+                                             timeout=10)
+    try:
+        connection.request("GET", path + "?watch=1&resourceVersion=0&timeoutSeconds=1",
+                           headers={"Authorization": f"Bearer {token(server)}"})
+        data = connection.getresponse().read()
+    finally:
+        connection.close()
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def test_a_crd_with_webhook_conversion_is_converted_on_every_read_and_write(any_api_server):
+    s = any_api_server
+    group = f"conv-{secrets.token_hex(4)}.example.com"
+    fail: list[str] = []
+    with WebhookServer(converter(fail)) as hook, served_crd(s, widget_crd(group, hook)):
+        v1 = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        v2 = f"/apis/{group}/v2/namespaces/{s.namespace}/widgets"
+        code, created, _ = call(s, "POST", v2, {
+            "apiVersion": f"{group}/v2", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"dimensions": {"size": 3}}})
+        assert code == 201, created
+        assert (created["apiVersion"], created["spec"]) == (f"{group}/v2",
+                                                            {"dimensions": {"size": 3}})
+        code, read, _ = call(s, "GET", f"{v1}/w")
+        assert (code, read["apiVersion"], read["spec"]) == (200, f"{group}/v1", {"size": 3})
+        code, patched, _ = call(s, "PATCH", f"{v2}/w", {"spec": {"dimensions": {"size": 4}}},
+                                "application/merge-patch+json")
+        assert (code, patched["spec"]) == (200, {"dimensions": {"size": 4}})
+        code, listed, _ = call(s, "GET", v2)
+        assert [(i["apiVersion"], i["spec"]) for i in listed["items"]] == [
+            (f"{group}/v2", {"dimensions": {"size": 4}})]
+        assert call(s, "GET", f"{v1}/w")[1]["spec"] == {"size": 4}
+        events = watch_events(s, v2)
+        assert [(e["type"], e["object"]["apiVersion"], e["object"]["spec"])
+                for e in events] == [("ADDED", f"{group}/v2", {"dimensions": {"size": 4}})]
+        reviews = [review for path, review in hook.requests]
+        assert {path.split("?")[0] for path, _ in hook.requests} == {"/convert"}
+        assert {r["request"]["desiredAPIVersion"] for r in reviews} == {f"{group}/v1",
+                                                                        f"{group}/v2"}
+        assert all(r["apiVersion"] == "apiextensions.k8s.io/v1" and
+                   r["kind"] == "ConversionReview" for r in reviews)
+        fail.append("no conversion today")
+        code, body, _ = call(s, "GET", f"{v2}/w")
+        message = f"conversion webhook for {group}/v1, Kind=Widget failed: no conversion today"
+        assert (code, body) == (500, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                      "status": "Failure", "message": message, "code": 500})
+        code, body, _ = call(s, "POST", v2, {
+            "apiVersion": f"{group}/v2", "kind": "Widget", "metadata": {"name": "x"}})
+        message = f"conversion webhook for {group}/v2, Kind=Widget failed: no conversion today"
+        assert (code, body) == (500, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                      "status": "Failure", "message": message, "code": 500})
+        assert call(s, "GET", f"{v1}/w")[0] == 200  # the storage version needs no webhook
+
+
+def test_webhook_conversion_needs_a_client_config_and_review_versions(any_api_server):
+    s = any_api_server
+    group = f"conv-{secrets.token_hex(4)}.example.com"
+    with WebhookServer() as hook:
+        crd = widget_crd(group, hook)
+    crd["spec"]["conversion"] = {"strategy": "Webhook"}
+    code, body, _ = call(s, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                         crd)
+    if code == 201:  # do not leave it behind on the shared control plane
+        call(s, "DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                          f"widgets.{group}")
+    assert code == 422
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+        ("spec.conversion.webhookClientConfig",
+         "Required value: required when strategy is set to Webhook"),
+        ("spec.conversion.conversionReviewVersions", "Required value")]

@@ -27,6 +27,12 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import access, protobuf, status, tables
 from informers.testing.admission import RequestScope, request_scope
+from informers.testing.conversion import (
+    Conversion,
+    ConvertingWatchWriter,
+    convert_body,
+    needs_conversion,
+)
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     APPLY_PATCH,
@@ -72,6 +78,7 @@ class ServerApp(Protocol):
     endpoints: Endpoints
     openapi: OpenAPI
     field_validator: FieldValidator
+    conversion: Conversion
     faults: Faults
     request_log_store: RequestLog
     clock: Clock
@@ -454,6 +461,10 @@ class RequestHandler(BaseHTTPRequestHandler):
             raw = self._read_body(app.max_request_body_bytes)
             with request_scope(query) as scope:  # writes inside are admitted (admission.py)
                 response = self._dispatch(app, info, query, raw)
+                if response is not None and response.code < 300 and needs_conversion(info.rt):
+                    assert info.rt is not None  # a CRD version read from the storage version
+                    response = Response(response.code, convert_body(
+                        app.conversion, info.rt, response.body), response.headers)
         except StatusError as err:
             response = status_response(err)
         except Exception as err:  # a bug: answer 500 like the real server's panic handler
@@ -647,6 +658,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         app.watch_opened(handle)
         try:
             writer: Any = _Chunks(self, handle)
+            if needs_conversion(info.rt):
+                writer = ConvertingWatchWriter(writer, app.conversion, info.rt)
             if tables.wants_table(self.headers.get("Accept", "")):
                 writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
                                                  app.clock.wall)

@@ -21,6 +21,7 @@ from informers.testing import client_config, status, tls
 from informers.testing.admission import Admission
 from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
+from informers.testing.conversion import Conversion
 from informers.testing.crds import CRD_RESOURCE, CustomResources, read_crds
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
@@ -190,10 +191,12 @@ class ApiServer:
         self.custom_resources = CustomResources(self.registry, self.storage)
         self.strategy.custom = self.custom_resources
         self.custom_resources.attach(self.strategy)
-        self.admission = Admission(self.storage, self.registry,
-                                   WebhookClient(webhook_services))
+        webhook_client = WebhookClient(webhook_services)
+        self.admission = Admission(self.storage, self.registry, webhook_client)
         self.admission.install()
         self.strategy.admission = self.admission
+        self.conversion = Conversion(webhook_client)
+        self.strategy.conversion = self.conversion
         self.faults = Faults()
         self.request_log_store = RequestLog()
         self.endpoints = Endpoints(

@@ -53,6 +53,7 @@ from informers.testing.strategic_merge import strategic_patch
 
 if TYPE_CHECKING:
     from informers.testing.admission import Admission
+    from informers.testing.conversion import Conversion
     from informers.testing.crds import CustomResources
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "Strategy"]
@@ -109,6 +110,7 @@ class Strategy:
         self._sweeping = False  # deleting a namespace's content: finalize once, at the end
         self.custom: CustomResources | None = None  # CRDs and custom resources (crds.py)
         self.admission: Admission | None = None  # webhooks (admission.py), for API writes
+        self.conversion: Conversion | None = None  # CRD conversion webhooks (conversion.py)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -259,6 +261,7 @@ class Strategy:
                 self._check_admitted(rt, "CREATE", namespace, name, "", ordered, None, dry_run)
                 if self._storage.get(rt, object_key(rt, namespace, name)) is not None:
                     raise status.already_exists(rt.plural, rt.group, name)
+            ordered = self._as_stored(rt, ordered)
             if dry_run:
                 return self._storage.preview(rt, ordered)
             return self._put(rt, ordered)
@@ -304,6 +307,30 @@ class Strategy:
             raise status.conflict(rt.plural, rt.group, current.name,
                                   status.OPTIMISTIC_LOCK_MESSAGE)
 
+    # -- CRD webhook conversion (conversion.py): stored in the storage version ----------------
+
+    def _as_read(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored object at ``rt``'s version (no ``kind``/``apiVersion``)."""
+        from informers.testing.conversion import needs_conversion, storage_form
+
+        if self.conversion is None or not needs_conversion(rt):
+            return obj
+        (typed,) = self.conversion.convert(rt, [storage_form(rt, obj)], rt.version)
+        return {k: v for k, v in typed.items() if k not in ("kind", "apiVersion")}
+
+    def _as_stored(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object at ``rt``'s version in the storage version, ``metadata`` first."""
+        from informers.testing.conversion import needs_conversion
+
+        if self.conversion is None or not needs_conversion(rt):
+            return obj
+        typed = {"kind": rt.kind, "apiVersion": rt.api_version,
+                 **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
+        (stored,) = self.conversion.convert(rt, [typed], getattr(rt, "storage_version", ""))
+        return {"metadata": stored["metadata"],
+                **{k: v for k, v in stored.items()
+                   if k not in ("kind", "apiVersion", "metadata")}}
+
     def _put(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
         entry = self._storage.put(rt, obj)
         if self.custom is not None:
@@ -341,7 +368,7 @@ class Strategy:
         what to store (the ``fieldValidation`` check)."""
         with self._storage.lock:
             current = self._current(rt, namespace, name)
-            target = current.decode()
+            target = self._as_read(rt, current.decode())
             target = {"kind": rt.kind, "apiVersion": rt.api_version, **target}
             try:
                 if patch_type == JSON_PATCH:
@@ -378,7 +405,8 @@ class Strategy:
                 raise status.not_found(rt.plural, rt.group, name)
             live = None
             if current is not None:
-                live = {"kind": rt.kind, "apiVersion": rt.api_version, **current.decode()}
+                live = {"kind": rt.kind, "apiVersion": rt.api_version,
+                        **self._as_read(rt, current.decode())}
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,
@@ -416,7 +444,7 @@ class Strategy:
         if rv and rv != str(current.rv):
             raise status.conflict(rt.plural, rt.group, name, status.OPTIMISTIC_LOCK_MESSAGE)
         if old is None:
-            old = current.decode()
+            old = self._as_read(rt, current.decode())
         if self.admission is not None and subresource in ("", "status"):
             obj = self._admit(rt, "UPDATE", namespace, name, subresource, obj, old, dry_run)
             obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
@@ -486,6 +514,7 @@ class Strategy:
                           api_version=rt.api_version, now=self._now(),
                           has_status=rt.has_status,
                           subresource="status" if subresource == "status" else "")
+        new = self._as_stored(rt, new)
         if dry_run:
             return self._storage.preview(rt, new)
         new_meta = new["metadata"]
