@@ -38,7 +38,9 @@ re-checks what it read once the lock is back (a concurrent change answers 409).
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -418,9 +420,6 @@ class Admission:
 
     def _patched(self, hook: _Hook, attrs: Attributes, response: dict[str, Any]) -> bool:
         """Apply a mutating webhook's patch to ``attrs.obj``; whether it changed."""
-        import base64
-        import json
-
         try:
             operations = json.loads(base64.b64decode(response["patch"]))
         except ValueError as err:
