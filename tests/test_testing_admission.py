@@ -682,3 +682,31 @@ def test_webhook_conversion_needs_a_client_config_and_review_versions(any_api_se
         ("spec.conversion.webhookClientConfig",
          "Required value: required when strategy is set to Webhook"),
         ("spec.conversion.conversionReviewVersions", "Required value")]
+
+
+# -- ported unit cases ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("result, message, code, state", [
+    # k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror_test.go TestToStatusErr
+    (None, " without explanation", 400, "Failure"),
+    ({"message": "you shall not pass"}, ": you shall not pass", 400, "Failure"),
+    ({"reason": "Forbidden"}, ": Forbidden", 400, "Failure"),
+    ({"message": "you shall not pass", "reason": "Forbidden"}, ": you shall not pass", 400,
+     "Failure"),
+    ({}, " without explanation", 400, "Failure"),
+    ({"code": 401}, " without explanation", 401, "Failure"),
+    ({"code": 500}, " without explanation", 500, "Failure"),
+    ({"code": 200}, " without explanation", 400, "Failure"),
+    ({"code": 300}, " without explanation", 400, "Failure"),
+    ({"code": 399}, " without explanation", 400, "Failure"),
+    ({"status": "Success"}, " without explanation", 400, "Failure"),
+    ({"status": "Failure"}, " without explanation", 400, "Failure"),
+    ({"status": "custom"}, " without explanation", 400, "custom"),
+])
+def test_ToStatusErr(result, message, code, state):
+    from informers.testing.admission import to_status_error
+
+    err = to_status_error("foo", result)
+    assert (err.status["message"], err.status["code"], err.status["status"]) == (
+        'admission webhook "foo" denied the request' + message, code, state)

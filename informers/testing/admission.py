@@ -74,7 +74,7 @@ from informers.testing.webhook_config import (
 )
 
 __all__ = ["USER_INFO", "Admission", "Attributes", "RequestScope", "current_request",
-           "request_scope"]
+           "request_scope", "to_status_error"]
 
 _T = TypeVar("_T")
 
@@ -180,6 +180,31 @@ def _run_unlocked(lock: Any, work: Callable[[], _T]) -> _T:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def to_status_error(webhook_name: str, result: Any) -> StatusError:
+    """A webhook's denial as the client gets it: ``errors/statuserror.go`` ``ToStatusErr`` of
+    the response's ``status`` (the JSON name of ``AdmissionResponse.Result``): the code at
+    least 400, ``status`` ``Failure`` unless the webhook set another value than ``Success``,
+    the message prefixed with ``admission webhook "<name>" denied the request``."""
+    result = dict(result) if isinstance(result, dict) else {}
+    denied = f'admission webhook "{webhook_name}" denied the request'
+    code = result["code"] if isinstance(result.get("code"), int) else 0
+    if result.get("message"):
+        message = f"{denied}: {result['message']}"
+    elif result.get("reason"):
+        message = f"{denied}: {result['reason']}"
+    else:
+        message = f"{denied} without explanation"
+    state = result.get("status")
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": state if state not in (None, "", "Success") else "Failure",
+                            "message": message}
+    for key in ("reason", "details"):
+        if result.get(key):
+            body[key] = result[key]
+    body["code"] = code if code >= 400 else 400
+    return StatusError(body)
 
 
 def _typed(rt: ResourceType, obj: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -395,29 +420,6 @@ class Admission:
             scope.warn(str(text))
         return response
 
-    @staticmethod
-    def _denial(hook: _Hook, response: dict[str, Any]) -> StatusError:
-        """``errors/statuserror.go`` ``ToStatusErr`` of the response's ``status`` (the JSON
-        name of ``AdmissionResponse.Result``)."""
-        result = dict(response.get("status") or {})
-        denied = f'admission webhook "{hook.name}" denied the request'
-        code = result["code"] if isinstance(result.get("code"), int) else 0
-        if code < 400:
-            code = 400
-        if result.get("message"):
-            message = f"{denied}: {result['message']}"
-        elif result.get("reason"):
-            message = f"{denied}: {result['reason']}"
-        else:
-            message = f"{denied} without explanation"
-        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                "status": "Failure", "message": message}
-        for key in ("reason", "details"):
-            if result.get(key):
-                body[key] = result[key]
-        body["code"] = code
-        return StatusError(body)
-
     def _patched(self, hook: _Hook, attrs: Attributes, response: dict[str, Any]) -> bool:
         """Apply a mutating webhook's patch to ``attrs.obj``; whether it changed."""
         try:
@@ -490,7 +492,7 @@ class Admission:
         try:
             response = self._call(hook, attrs, scope)
             if not response.get("allowed"):
-                raise self._denial(hook, response)
+                raise to_status_error(hook.name, response.get("status"))
             if hook.mutating and response.get("patch"):
                 return self._patched(hook, attrs, response)
             return False
