@@ -710,3 +710,68 @@ def test_ToStatusErr(result, message, code, state):
     err = to_status_error("foo", result)
     assert (err.status["message"], err.status["code"], err.status["status"]) == (
         'admission webhook "foo" denied the request' + message, code, state)
+
+
+def _attrs(group: str, version: str, resource: str, subresource: str, namespace: str):
+    from informers.testing.admission import Attributes
+    from informers.testing.resources import ResourceType
+
+    rt = ResourceType(group, version, resource, "k" + resource)
+    return Attributes(rt, "CREATE", namespace, "name", subresource, None, None, False)
+
+
+def _rule(resources: list[str], scope: str | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                            "resources": resources}
+    if scope is not None:
+        rule["scope"] = scope
+    return rule
+
+
+# k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules/rules_test.go TestResource
+_RESOURCE_CASES = {
+    "no subresources": (["*"], [("g", "v", "r", ""), ("2", "v", "r2", "")],
+                        [("g", "v", "r", "exec"), ("2", "v", "r2", "proxy")]),
+    "r & subresources": (["r/*"], [("g", "v", "r", ""), ("g", "v", "r", "exec")],
+                         [("2", "v", "r2", ""), ("2", "v", "r2", "proxy")]),
+    "r & subresources or r2": (["r/*", "r2"], [("g", "v", "r", ""), ("g", "v", "r", "exec"),
+                                               ("2", "v", "r2", "")],
+                               [("2", "v", "r2", "proxy")]),
+    "proxy or exec": (["*/proxy", "*/exec"],
+                      [("g", "v", "r", "exec"), ("2", "v", "r2", "proxy"),
+                       ("2", "v", "r3", "proxy")],
+                      [("g", "v", "r", ""), ("2", "v", "r2", ""), ("2", "v", "r4", "scale")]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_RESOURCE_CASES))
+def test_TestResource(case):
+    from informers.testing.admission import _rule_matches
+
+    resources, match, no_match = _RESOURCE_CASES[case]
+    for attrs, want in [(m, True) for m in match] + [(m, False) for m in no_match]:
+        assert _rule_matches(_rule(resources), _attrs(*attrs, "ns")) is want, attrs
+
+
+_NAMESPACES = [("", "v1", "namespaces", "", ""), ("", "v1", "namespaces", "finalize", ""),
+               ("", "v1", "namespaces", "", "ns"), ("", "v1", "namespaces", "finalize", "ns")]
+# rules_test.go TestScope: (group, version, resource, subresource, namespace)
+_SCOPE_CASES = {
+    "cluster scope": ("Cluster", [("g", "v", "r", "", ""), ("g", "v", "r", "exec", ""),
+                                  *_NAMESPACES],
+                      [("g", "v", "r", "", "ns"), ("g", "v", "r", "exec", "ns")]),
+    "namespace scope": ("Namespaced", [("g", "v", "r", "", "ns"), ("g", "v", "r", "exec", "ns")],
+                        [*_NAMESPACES, ("g", "v", "r", "", ""), ("g", "v", "r", "exec", "")]),
+    "all scopes": ("*", [("g", "v", "r", "", "ns"), ("g", "v", "r", "exec", "ns"),
+                         ("g", "v", "r", "", ""), ("g", "v", "r", "exec", ""), *_NAMESPACES],
+                   []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SCOPE_CASES))
+def test_TestScope(case):
+    from informers.testing.admission import _rule_matches
+
+    scope, match, no_match = _SCOPE_CASES[case]
+    for attrs, want in [(m, True) for m in match] + [(m, False) for m in no_match]:
+        assert _rule_matches(_rule(["*/*"], scope), _attrs(*attrs)) is want, attrs
