@@ -46,7 +46,7 @@ def call(server, method: str, path: str, body: Any = None,
         data = None if body is None else json.dumps(body).encode()
         connection.request(method, path, data, {
             "Authorization": f"Bearer {token(server)}", "Content-Type": content_type,
-            "Accept": "application/json"})
+            "Accept": "application/json", "User-Agent": "admission-test/1.0"})
         response = connection.getresponse()
         raw = response.read()
         warnings = [v for k, v in response.getheaders() if k.lower() == "warning"]
@@ -156,7 +156,13 @@ def test_a_validating_webhook_gets_the_admission_review_kube_apiserver_sends(any
     assert requests[1]["operation"] == "UPDATE"
     stored["metadata"]["resourceVersion"] = "resourceVersion"  # not set before the create
     assert requests[1]["oldObject"] == stored
-    assert requests[1]["object"]["data"] == {"a": "2"}
+    updated = json.loads(json.dumps(stored))
+    updated["data"] = {"a": "2"}
+    updated["metadata"]["managedFields"] = [  # the User-Agent's product took data.a
+        {"manager": "admission-test", "operation": "Update", "apiVersion": "v1",
+         "time": "time", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}},
+        {**stored["metadata"]["managedFields"][0], "fieldsV1": {"f:data": {}}}]
+    assert requests[1]["object"] == updated
     assert requests[1]["options"] == {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
     assert requests[2] == {
         **common, "operation": "DELETE", "object": None, "oldObject": requests[1]["object"],
@@ -221,11 +227,20 @@ def test_mutating_webhooks_patch_in_name_order_and_reinvoke_if_needed(any_api_se
             webhook(hook, s.namespace, "first.example.com", "/first",
                     reinvocationPolicy="IfNeeded"),
             webhook(hook, s.namespace, "second.example.com", "/second")):
-        code, created, _ = call(s, "POST", cm_path(s), configmap("four", a="1"))
+        code, created, _ = call(s, "POST", cm_path(s) + "?fieldManager=tester",
+                                configmap("four", a="1"))
         paths = [path.split("?")[0] for path, _ in hook.requests]
+        first = normalized_object(hook.requests[0][1]["request"]["object"])
     assert code == 201, created
     assert paths == ["/first", "/second", "/first"]
     assert created["data"] == {"a": "1", "first": "a,first,second", "second": "yes"}
+    # the field manager ran before admission: the webhooks' fields are nobody's
+    entry = {"manager": "tester", "operation": "Update", "apiVersion": "v1", "time": "time",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}}}}
+    assert first == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
+        "name": "four", "namespace": s.namespace, "managedFields": [entry]},
+        "data": {"a": "1"}}
+    assert normalized_object(created)["metadata"]["managedFields"] == [entry]
 
 
 # -- failures -----------------------------------------------------------------------------------

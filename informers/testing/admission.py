@@ -290,6 +290,13 @@ class Admission:
             entries = list(self._storage.collection(rt).objects.values())
         return sorted((e.decode() for e in entries), key=lambda c: c["metadata"]["name"])
 
+    def mutating_configured(self) -> bool:
+        """Whether any ``MutatingWebhookConfiguration`` exists (and the request is admitted)."""
+        if current_request() is None:
+            return False
+        with self._storage.lock:
+            return bool(self._storage.collection(MUTATING).objects)
+
     def _hooks(self, rt: ResourceType) -> list[_Hook]:
         configs = self._objects(rt)
         return [_Hook(c["metadata"]["name"], h, rt is MUTATING)

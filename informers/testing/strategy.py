@@ -206,7 +206,13 @@ class Strategy:
             self._check_namespace(
                 rt, namespace, meta.get("name") or meta.get("generateName") or "Unknown"
             )
+            recorded = False
             if self.admission is not None:
+                if manager and self.admission.mutating_configured():
+                    # kube-apiserver's field manager runs before admission: mutating
+                    # webhooks see the entry, and their own changes are not attributed
+                    self._record(rt, None, obj, manager)
+                    recorded = True
                 obj = self._admit(rt, "CREATE", namespace, meta.get("name") or "", "", obj,
                                   None, dry_run)
                 meta = obj["metadata"]
@@ -253,10 +259,8 @@ class Strategy:
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
-            if manager:
-                record_update(None, ordered, MergeSchemas.shared().shape(rt), manager=manager,
-                              api_version=rt.api_version, now=self._now(),
-                              has_status=rt.has_status)
+            if manager and not recorded:
+                self._record(rt, None, ordered, manager)
             if self.admission is not None:
                 self._check_admitted(rt, "CREATE", namespace, name, "", ordered, None, dry_run)
                 if self._storage.get(rt, object_key(rt, namespace, name)) is not None:
@@ -297,6 +301,12 @@ class Strategy:
         assert self.admission is not None
         self.admission.validate(self._attributes(rt, operation, namespace, name, subresource,
                                                  obj, old, dry_run, options))
+
+    def _record(self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any],
+                manager: str) -> None:
+        """The manager's ``Update`` entry in ``obj``'s ``managedFields``."""
+        record_update(old, obj, MergeSchemas.shared().shape(rt), manager=manager,
+                      api_version=rt.api_version, now=self._now(), has_status=rt.has_status)
 
     def _check_unchanged(self, rt: ResourceType, current: Entry) -> None:
         """After webhooks ran unlocked: 409 when the object changed meanwhile."""
@@ -445,7 +455,11 @@ class Strategy:
             raise status.conflict(rt.plural, rt.group, name, status.OPTIMISTIC_LOCK_MESSAGE)
         if old is None:
             old = self._as_read(rt, current.decode())
+        recorded = False
         if self.admission is not None and subresource in ("", "status"):
+            if manager and subresource == "" and self.admission.mutating_configured():
+                self._record(rt, old, obj, manager)  # before admission, as in create
+                recorded = True
             obj = self._admit(rt, "UPDATE", namespace, name, subresource, obj, old, dry_run)
             obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
             meta = obj["metadata"]
@@ -504,16 +518,16 @@ class Strategy:
             validate(rt, new, old)
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
+        if manager and not recorded:  # unchanged fields leave the entries as they were
+            record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
+                          api_version=rt.api_version, now=self._now(),
+                          has_status=rt.has_status,
+                          subresource="status" if subresource == "status" else "")
         if self.admission is not None and subresource in ("", "status"):
             self._check_admitted(rt, "UPDATE", namespace, name, subresource, new, old, dry_run)
             self._check_unchanged(rt, current)
         if _strip_rv(new) == _strip_rv(old):
             return current  # no-op: etcd3 GuaranteedUpdate skips the write
-        if manager:
-            record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
-                          api_version=rt.api_version, now=self._now(),
-                          has_status=rt.has_status,
-                          subresource="status" if subresource == "status" else "")
         new = self._as_stored(rt, new)
         if dry_run:
             return self._storage.preview(rt, new)
