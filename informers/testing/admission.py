@@ -558,8 +558,15 @@ class Admission:
         if first is not None:
             raise first
 
-    def options(self, kind: str, dry_run: bool,
-                base: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The review's ``options`` for the current request (empty outside one)."""
+    @staticmethod
+    def attributes(rt: ResourceType, operation: str, namespace: str, name: str,
+                   subresource: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+                   dry_run: bool, options: dict[str, Any] | None = None) -> Attributes:
+        """The :class:`Attributes` of a write, with the review's ``options`` built for the
+        current request (none outside one)."""
+        kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}.get(
+            operation, "DeleteOptions")
         scope = current_request()
-        return _options(kind, scope, dry_run, base) if scope is not None else {}
+        built = _options(kind, scope, dry_run, options) if scope is not None else {}
+        return Attributes(rt, operation, namespace if rt.namespaced else "", name, subresource,
+                          obj, old, dry_run, built)

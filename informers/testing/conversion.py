@@ -75,6 +75,25 @@ class Conversion:
             out[at] = obj
         return out
 
+    def read_as(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored object (no ``kind``/``apiVersion``) at ``rt``'s version."""
+        if not needs_conversion(rt):
+            return obj
+        (typed,) = self.convert(rt, [storage_form(rt, obj)], rt.version)
+        return {k: v for k, v in typed.items() if k not in ("kind", "apiVersion")}
+
+    def store_as(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object at ``rt``'s version in the storage version (stored form, ``metadata``
+        first)."""
+        if not needs_conversion(rt):
+            return obj
+        typed = {"kind": rt.kind, "apiVersion": rt.api_version,
+                 **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
+        (stored,) = self.convert(rt, [typed], getattr(rt, "storage_version", ""))
+        return {"metadata": stored["metadata"],
+                **{k: v for k, v in stored.items()
+                   if k not in ("kind", "apiVersion", "metadata")}}
+
     def _call(self, rt: ResourceType, objects: list[dict[str, Any]],
               desired: str) -> list[dict[str, Any]]:
         webhook = (getattr(rt, "conversion", None) or {}).get("webhook") or {}

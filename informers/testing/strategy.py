@@ -6,7 +6,10 @@ synchronously, kube-controller-manager's namespace controller: it validates name
 server-owned metadata, checks optimistic concurrency, keeps the status on main-resource writes
 of kinds with a status subresource, honours finalizers and graceful pod deletion, and takes a
 deleted namespace through its ``Terminating`` phase. Every method runs under the storage lock,
-so each request is atomic.
+so each request is atomic, except while admission webhooks are called
+(:mod:`informers.testing.admission`: the lock is released, and what was read is checked
+again after). Custom resources of a CRD with webhook conversion are stored in the storage
+version (:mod:`informers.testing.conversion`).
 """
 
 from __future__ import annotations
@@ -270,37 +273,24 @@ class Strategy:
                 return self._storage.preview(rt, ordered)
             return self._put(rt, ordered)
 
-    # -- admission (admission.py): webhooks run with the storage lock released -------------
-
-    def _attributes(self, rt: ResourceType, operation: str, namespace: str, name: str,
-                    subresource: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
-                    dry_run: bool, options: dict[str, Any] | None) -> Any:
-        from informers.testing.admission import Attributes
-
-        assert self.admission is not None
-        kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions"}.get(
-            operation, "DeleteOptions")
-        return Attributes(rt, operation, namespace if rt.namespaced else "", name, subresource,
-                          obj, old, dry_run, self.admission.options(kind, dry_run, options))
+    # -- admission (admission.py) and CRD webhook conversion (conversion.py) ----------------
 
     def _admit(self, rt: ResourceType, operation: str, namespace: str, name: str,
                subresource: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
                dry_run: bool, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The mutating webhooks: the object they leave (``obj`` itself when none ran)."""
+        """The mutating webhooks (run with the storage lock released): the object left."""
         assert self.admission is not None
-        attrs = self._attributes(rt, operation, namespace, name, subresource, obj, old,
-                                 dry_run, options)
-        mutated = self.admission.mutate(attrs)
-        return mutated if mutated is not None else {}
+        return self.admission.mutate(self.admission.attributes(
+            rt, operation, namespace, name, subresource, obj, old, dry_run, options)) or {}
 
     def _check_admitted(self, rt: ResourceType, operation: str, namespace: str, name: str,
                         subresource: str, obj: dict[str, Any] | None,
                         old: dict[str, Any] | None, dry_run: bool,
                         options: dict[str, Any] | None = None) -> None:
-        """The validating webhooks on the object about to be stored."""
+        """The policies and validating webhooks on the object about to be stored."""
         assert self.admission is not None
-        self.admission.validate(self._attributes(rt, operation, namespace, name, subresource,
-                                                 obj, old, dry_run, options))
+        self.admission.validate(self.admission.attributes(
+            rt, operation, namespace, name, subresource, obj, old, dry_run, options))
 
     def _record(self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any],
                 manager: str) -> None:
@@ -317,29 +307,11 @@ class Strategy:
             raise status.conflict(rt.plural, rt.group, current.name,
                                   status.OPTIMISTIC_LOCK_MESSAGE)
 
-    # -- CRD webhook conversion (conversion.py): stored in the storage version ----------------
-
     def _as_read(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """A stored object at ``rt``'s version (no ``kind``/``apiVersion``)."""
-        from informers.testing.conversion import needs_conversion, storage_form
-
-        if self.conversion is None or not needs_conversion(rt):
-            return obj
-        (typed,) = self.conversion.convert(rt, [storage_form(rt, obj)], rt.version)
-        return {k: v for k, v in typed.items() if k not in ("kind", "apiVersion")}
+        return obj if self.conversion is None else self.conversion.read_as(rt, obj)
 
     def _as_stored(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """An object at ``rt``'s version in the storage version, ``metadata`` first."""
-        from informers.testing.conversion import needs_conversion
-
-        if self.conversion is None or not needs_conversion(rt):
-            return obj
-        typed = {"kind": rt.kind, "apiVersion": rt.api_version,
-                 **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}}
-        (stored,) = self.conversion.convert(rt, [typed], getattr(rt, "storage_version", ""))
-        return {"metadata": stored["metadata"],
-                **{k: v for k, v in stored.items()
-                   if k not in ("kind", "apiVersion", "metadata")}}
+        return obj if self.conversion is None else self.conversion.store_as(rt, obj)
 
     def _put(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
         entry = self._storage.put(rt, obj)
