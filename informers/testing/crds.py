@@ -37,9 +37,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from informers.testing import cel_rules, status
+from informers.testing import cel_rules, scale, status
 from informers.testing import structural_schema as structural
-from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
+from informers.testing.resources import (
+    BUILTIN_RESOURCES,
+    ResourceRegistry,
+    ResourceType,
+    ScalePaths,
+)
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
 from informers.yaml_loader import YAMLLoadError, load_all_yaml
@@ -451,6 +456,7 @@ class CustomResources:
                 continue
             subresources = version.get("subresources") or {}
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            scale_spec = subresources.get("scale")
             rts.append(CustomResourceType(
                 spec["group"], version["name"], names["plural"], names["kind"],
                 namespaced=spec.get("scope") == "Namespaced",
@@ -464,6 +470,10 @@ class CustomResources:
                 selectable_fields=tuple(f.get("jsonPath", "")
                                         for f in version.get("selectableFields") or ()),
                 rules=cel_rules.compile_schema(schema) if schema else None,
+                scale=ScalePaths(scale_spec.get("specReplicasPath", ""),
+                                 scale_spec.get("statusReplicasPath", ""),
+                                 scale_spec.get("labelSelectorPath"))
+                if isinstance(scale_spec, dict) else None,
             ))
         self._unserve(crd["metadata"]["name"])
         for rt in rts:
@@ -522,6 +532,9 @@ class CustomResources:
         for name in schema.get("required") or []:
             if name not in obj:
                 causes.append(structural._required(name))
+        if rt.scale is not None:  # validator.go ValidateScaleSpec, ValidateScaleStatus
+            causes.extend(scale.custom_scale_errors(rt.scale, obj,
+                                                    spec=subresource != "status"))
         if not causes and rt.rules is not None:
             causes.extend(cel_rules.evaluate(rt.rules, obj, old))
         if causes:

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import access, protobuf, status, tables
+from informers.testing import access, protobuf, scale, status, tables
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     APPLY_PATCH,
@@ -529,6 +529,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise status.method_not_allowed()
         if verb not in rt.verbs:
             raise status.method_not_allowed()
+        if info.subresource == "scale":
+            return self._scale(app, info, query, raw)
         if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
             return self._table(app, info, query)
         if verb == "get":
@@ -595,6 +597,37 @@ class RequestHandler(BaseHTTPRequestHandler):
         """The field manager of a write: ``fieldManager``, else the User-Agent up to its
         first ``/`` (apiserver/pkg/endpoints/handlers/rest.go ``prefixFromUserAgent``)."""
         return query.get("fieldManager") or (self.headers.get("User-Agent") or "").split("/")[0]
+
+    def _scale(self, app: ServerApp, info: RequestInfo, query: dict[str, str],
+                raw: bytes) -> Response:
+        """``.../<name>/scale`` (:mod:`.scale`): GET, PUT and JSON/merge/strategic PATCH."""
+        rt = info.rt
+        assert rt is not None
+        endpoints = app.endpoints
+        namespace = info.namespace or ""
+        if info.verb == "get":
+            return Response(200, scale.get(endpoints.storage, rt, namespace, info.name))
+        if info.verb not in ("update", "patch") or not info.name:
+            raise status.method_not_allowed()
+        content_type = media_type(self.headers.get("Content-Type")) or "application/json"
+        dry_run = Endpoints._dry_run(query)  # the same dryRun check as every write
+        manager = self._manager(query)
+        if info.verb == "update":
+            if content_type not in ("application/json", "application/yaml"):
+                raise status.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json, application/yaml")
+            return Response(200, scale.update(
+                endpoints.storage, endpoints.strategy, rt, namespace, info.name,
+                body=decode_body(raw, content_type), dry_run=dry_run, manager=manager))
+        endpoints.check_patch_type(content_type)
+        if content_type == APPLY_PATCH:
+            raise status.unsupported_media_type(
+                "the embedded server does not apply to the scale subresource")
+        return Response(200, scale.update(
+            endpoints.storage, endpoints.strategy, rt, namespace, info.name,
+            patch_type=content_type, patch=decode_body(raw, "application/json"),
+            dry_run=dry_run, manager=manager))
 
     def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
         """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""

@@ -21,7 +21,8 @@ from typing import Any
 from informers import resources as library
 from informers.resources import Resource
 
-__all__ = ["ALL_VERBS", "BUILTIN_RESOURCES", "ResourceRegistry", "ResourceType"]
+__all__ = ["ALL_VERBS", "BUILTIN_RESOURCES", "BUILTIN_SCALE", "ResourceRegistry", "ResourceType",
+           "ScalePaths"]
 
 ALL_VERBS: tuple[str, ...] = (
     "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
@@ -31,6 +32,24 @@ ALL_VERBS: tuple[str, ...] = (
 _NO_DELETECOLLECTION = tuple(v for v in ALL_VERBS if v != "deletecollection")
 # The namespace REST storage implements no CollectionDeleter (registry/core/namespace/storage):
 # kube-apiserver's discovery lists namespaces without "deletecollection".
+
+
+@dataclass(frozen=True)
+class ScalePaths:
+    """Where a kind keeps its replicas: a CRD's ``subresources.scale`` (``.spec.replicas``
+    style paths, leading dot optional), or the built-in workloads' fixed fields
+    (``label_selector=None``: the selector is rendered from ``spec.selector``)."""
+
+    spec_replicas: str
+    status_replicas: str
+    label_selector: str | None = None
+    builtin: bool = False
+
+
+BUILTIN_SCALE = ScalePaths(".spec.replicas", ".status.replicas", None, builtin=True)
+"""Deployments, ReplicaSets and StatefulSets (``scaleFromDeployment`` and its siblings;
+served by :mod:`informers.testing.scale`)."""
+
 
 
 @dataclass(frozen=True)
@@ -65,6 +84,8 @@ class ResourceType(Resource):
             registry store's ``ReturnDeletedObject``: pods, services, service accounts,
             namespaces, persistent volumes and claims); other kinds answer a ``Status`` of
             ``Success``.
+        scale: serves the ``scale`` subresource (:mod:`informers.testing.scale`) with the
+            replicas at these paths; ``None``: no ``scale``.
     """
 
     namespaced: bool = True
@@ -78,6 +99,7 @@ class ResourceType(Resource):
     create_status: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     categories: tuple[str, ...] = ()
     returns_deleted_object: bool = False
+    scale: ScalePaths | None = None
 
     @classmethod
     def from_resource(cls, resource: Resource, **extras: Any) -> ResourceType:
@@ -111,8 +133,9 @@ class ResourceType(Resource):
 
     @property
     def subresources(self) -> tuple[str, ...]:
-        """The subresources served (``status``, ``finalize``)."""
-        return ("status",) * self.has_status + ("finalize",) * self.has_finalize
+        """The subresources served (``status``, ``finalize``, ``scale``)."""
+        return (("status",) * self.has_status + ("finalize",) * self.has_finalize
+                + ("scale",) * (self.scale is not None))
 
     @property
     def type_prefix(self) -> bytes:
@@ -145,6 +168,16 @@ class ResourceType(Resource):
                 "namespaced": self.namespaced,
                 "kind": self.kind,
                 "verbs": ["update"],
+            })
+        if self.scale is not None:  # the group and version of autoscaling/v1 Scale
+            entries.append({
+                "name": f"{self.plural}/scale",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
             })
         if self.has_status:
             entries.append({
@@ -191,11 +224,12 @@ _SERVER_FACTS: dict[Resource, dict[str, Any]] = {
         "short_names": ("pv",), "has_status": True, "create_status": {"phase": "Pending"},
         "returns_deleted_object": True},
     library.lookup("deployments.apps"): {
-        "short_names": ("deploy",), "create_status": {}, **_WORKLOAD},
+        "short_names": ("deploy",), "create_status": {}, "scale": BUILTIN_SCALE, **_WORKLOAD},
     library.lookup("replicasets.apps"): {
-        "short_names": ("rs",), "create_status": {"replicas": 0}, **_WORKLOAD},
+        "short_names": ("rs",), "create_status": {"replicas": 0}, "scale": BUILTIN_SCALE,
+        **_WORKLOAD},
     library.lookup("statefulsets.apps"): {
-        "short_names": ("sts",), "name_rule": "label",
+        "short_names": ("sts",), "name_rule": "label", "scale": BUILTIN_SCALE,
         "create_status": {"replicas": 0, "availableReplicas": 0}, **_WORKLOAD},
     library.lookup("daemonsets.apps"): {
         "short_names": ("ds",), "create_status": {

@@ -422,7 +422,7 @@ class Strategy:
             record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
                           api_version=rt.api_version, now=self._now(),
                           has_status=rt.has_status,
-                          subresource="status" if subresource == "status" else "")
+                          subresource=subresource if subresource in ("status", "scale") else "")
         if dry_run:
             return self._storage.preview(rt, new)
         new_meta = new["metadata"]

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TableWatchWriter", "human_duration", "table_of", "wants_table"]
+__all__ = ["TableWatchWriter", "human_duration", "label_selector", "table_of", "wants_table"]
 
 Row = list[Any]
 _Printer = Callable[[dict[str, Any], datetime.datetime, bool], Row]
@@ -210,7 +210,7 @@ def _containers(template_spec: dict[str, Any]) -> tuple[str, str]:
             ",".join(c.get("image", "") for c in containers))
 
 
-def _label_selector(selector: dict[str, Any] | None) -> str:
+def label_selector(selector: dict[str, Any] | None) -> str:
     """``metav1.FormatLabelSelector`` for the common forms (matchLabels and the set
     operators), sorted by key as ``labels.Selector.String`` is."""
     if not selector:
@@ -234,7 +234,7 @@ def _deployment(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row:
                 st.get("updatedReplicas", 0), st.get("availableReplicas", 0), _age(obj, now)]
     if wide:
         names, images = _containers(spec.get("template", {}).get("spec", {}))
-        selector = _label_selector(spec.get("selector"))
+        selector = label_selector(spec.get("selector"))
         row += [names, images, "" if selector == "<none>" else selector]
     return row
 
@@ -245,7 +245,7 @@ def _replica_set(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row
                 st.get("readyReplicas", 0), _age(obj, now)]
     if wide:
         names, images = _containers(spec.get("template", {}).get("spec", {}))
-        row += [names, images, _label_selector(spec.get("selector"))]
+        row += [names, images, label_selector(spec.get("selector"))]
     return row
 
 

@@ -1,0 +1,251 @@
+"""The ``scale`` subresources on both servers (the embedded one held to kube-apiserver
+v1.36.3): ``deployments/scale``, ``replicasets/scale``, ``statefulsets/scale`` and a CRD's
+``subresources.scale`` answer ``autoscaling/v1`` ``Scale`` objects for GET, PUT and PATCH.
+
+Upstream: ``k8s.io/kubernetes@v1.36.3`` ``pkg/registry/apps/deployment/storage/storage.go``
+(``ScaleREST``, ``scaleFromDeployment``, ``scaleUpdatedObjectInfo``),
+``pkg/apis/autoscaling/validation`` ``ValidateScale``; ``apiextensions-apiserver@v0.36.3``
+``pkg/registry/customresource/etcd.go`` (``ScaleREST``, ``scaleFromCustomResource``) and
+``validator.go`` (``ValidateScaleSpec``, ``ValidateScaleStatus``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_testing_crds import call, crd_body, install, new_group, ok, uninstall
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+def deployment(name: str, replicas: int, **labels: str) -> dict[str, Any]:
+    labels = labels or {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "containers": [{"name": "c", "image": "registry.invalid/c"}]}}}}
+
+
+def scale_view(scale: dict[str, Any]) -> dict[str, Any]:
+    """The Scale without the server-made metadata values (kept: which keys exist)."""
+    meta = scale["metadata"]
+    return {**scale, "metadata": {k: (v if k in ("name", "namespace") else "<set>")
+                                  for k, v in meta.items()}}
+
+
+def test_deployment_scale_get_answers_a_scale(any_api_server):
+    s = any_api_server
+    created = s.create(deployment("web", 2))
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/web/scale"
+    scale = ok(s, "GET", path)
+    assert scale_view(scale) == {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": "web", "namespace": s.namespace, "uid": "<set>",
+                     "resourceVersion": "<set>", "creationTimestamp": "<set>"},
+        "spec": {"replicas": 2}, "status": {"replicas": 0, "selector": "app=web"}}
+    assert scale["metadata"]["uid"] == created["metadata"]["uid"]
+    assert scale["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_deployment_scale_put_changes_spec_replicas(any_api_server):
+    s = any_api_server
+    s.create(deployment("web", 2))
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/web/scale"
+    scale = ok(s, "GET", path)
+    scale["spec"]["replicas"] = 3
+    updated = ok(s, "PUT", path, scale)
+    assert updated["spec"] == {"replicas": 3}
+    stored = s.get("deployments", s.namespace, "web")
+    assert (stored["spec"]["replicas"], stored["metadata"]["generation"]) == (3, 2)
+    assert updated["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    # a stale resourceVersion is a conflict on the deployment
+    code, answer = call(s, "PUT", path, scale)
+    assert code == 409
+    assert (answer["reason"], answer["message"], answer["details"]) == (
+        "Conflict",
+        'Operation cannot be fulfilled on deployments.apps "web": the object has been '
+        "modified; please apply your changes to the latest version and try again",
+        {"name": "web", "group": "apps", "kind": "deployments"})
+    # no resourceVersion: unconditional
+    del scale["metadata"]["resourceVersion"]
+    scale["spec"]["replicas"] = 0
+    assert ok(s, "PUT", path, scale)["spec"] == {}
+    assert s.get("deployments", s.namespace, "web")["spec"]["replicas"] == 0
+
+
+@pytest.mark.parametrize("content_type,patch", [
+    (MERGE, {"spec": {"replicas": 5}}),
+    (STRATEGIC, {"spec": {"replicas": 5}}),
+    (JSON_PATCH, [{"op": "replace", "path": "/spec/replicas", "value": 5}]),
+])
+def test_deployment_scale_patch(any_api_server, content_type, patch):
+    s = any_api_server
+    s.create(deployment("web", 1))
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/web/scale"
+    patched = ok(s, "PATCH", path, patch, content_type)
+    assert (patched["kind"], patched["spec"], patched["status"]) == (
+        "Scale", {"replicas": 5}, {"replicas": 0, "selector": "app=web"})
+    assert s.get("deployments", s.namespace, "web")["spec"]["replicas"] == 5
+
+
+def test_negative_replicas_is_invalid(any_api_server):
+    s = any_api_server
+    s.create(deployment("web", 1))
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/web/scale"
+    code, answer = call(s, "PATCH", path, {"spec": {"replicas": -1}}, MERGE)
+    assert code == 422
+    assert (answer["reason"], answer["message"], answer["details"]) == (
+        "Invalid",
+        'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be '
+        "greater than or equal to 0",
+        {"name": "web", "group": "autoscaling", "kind": "Scale", "causes": [
+            {"reason": "FieldValueInvalid",
+             "message": "Invalid value: -1: must be greater than or equal to 0",
+             "field": "spec.replicas"}]})
+    assert s.get("deployments", s.namespace, "web")["spec"]["replicas"] == 1
+
+
+def test_scale_of_a_missing_deployment_is_not_found(any_api_server):
+    s = any_api_server
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/nope/scale"
+    for method, body, content_type in (("GET", None, "application/json"),
+                                       ("PATCH", {"spec": {"replicas": 1}}, MERGE)):
+        code, answer = call(s, method, path, body, content_type)
+        assert (code, answer["reason"], answer["message"], answer["details"]) == (
+            404, "NotFound", 'deployments.apps "nope" not found',
+            {"name": "nope", "group": "apps", "kind": "deployments"}), method
+
+
+def test_scale_answers_405_to_other_verbs(any_api_server):
+    s = any_api_server
+    s.create(deployment("web", 1))
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/web/scale"
+    assert call(s, "DELETE", path)[0] == 405
+    assert call(s, "POST", path, {})[0] == 405
+
+
+def test_replicaset_and_statefulset_scale(any_api_server):
+    s = any_api_server
+    template = deployment("x", 1)["spec"]["template"]
+    s.create({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
+              "spec": {"replicas": 2, "selector": {
+                  "matchLabels": {"app": "x"},
+                  "matchExpressions": [{"key": "tier", "operator": "In",
+                                        "values": ["b", "a"]}]},
+                  "template": {**template, "metadata": {"labels": {"app": "x",
+                                                                   "tier": "a"}}}}})
+    s.create({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "ss"},
+              "spec": {"replicas": 4, "serviceName": "ss",
+                       "selector": {"matchLabels": {"app": "x"}}, "template": template}})
+    base = f"/apis/apps/v1/namespaces/{s.namespace}"
+    rs = ok(s, "GET", f"{base}/replicasets/rs/scale")
+    assert (rs["spec"], rs["status"]) == (
+        {"replicas": 2}, {"replicas": 0, "selector": "app=x,tier in (a,b)"})
+    ss = ok(s, "PATCH", f"{base}/statefulsets/ss/scale", {"spec": {"replicas": 1}}, MERGE)
+    assert (ss["spec"], ss["status"]) == ({"replicas": 1}, {"replicas": 0, "selector": "app=x"})
+    assert s.get("statefulsets", s.namespace, "ss")["spec"]["replicas"] == 1
+
+
+def test_discovery_lists_the_scale_subresources(any_api_server):
+    s = any_api_server
+    resources = {r["name"]: r for r in ok(s, "GET", "/apis/apps/v1")["resources"]}
+    for plural in ("deployments", "replicasets", "statefulsets"):
+        assert resources[f"{plural}/scale"] == {
+            "name": f"{plural}/scale", "singularName": "", "namespaced": True,
+            "group": "autoscaling", "version": "v1", "kind": "Scale",
+            "verbs": ["get", "patch", "update"]}
+    assert "daemonsets/scale" not in resources
+
+
+# -- custom resources ----------------------------------------------------------------------
+
+SCALE_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {
+            "replicas": {"type": "integer"}, "selector": {"type": "string"}}},
+    },
+}
+
+
+@pytest.fixture
+def scaled(any_api_server):
+    """A Widget CRD with the status and scale subresources; yields the collection path."""
+    group = new_group()
+    crd = crd_body(group, schema=SCALE_SCHEMA, subresources={
+        "status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                "statusReplicasPath": ".status.replicas",
+                                "labelSelectorPath": ".status.selector"}})
+    install(any_api_server, crd)
+    yield f"/apis/{group}/v1/namespaces/{any_api_server.namespace}/widgets"
+    uninstall(any_api_server, crd["metadata"]["name"])
+
+
+def test_custom_resource_scale(any_api_server, scaled):
+    s = any_api_server
+    group = scaled.split("/")[2]
+    created = ok(s, "POST", scaled, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                     "metadata": {"name": "w"}, "spec": {"replicas": 2}})
+    created["status"] = {"replicas": 1, "selector": "app=w"}
+    ok(s, "PUT", f"{scaled}/w/status", created)
+    scale = ok(s, "GET", f"{scaled}/w/scale")
+    assert scale_view(scale) == {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": "w", "namespace": s.namespace, "uid": "<set>",
+                     "resourceVersion": "<set>", "creationTimestamp": "<set>"},
+        "spec": {"replicas": 2}, "status": {"replicas": 1, "selector": "app=w"}}
+    scale["spec"]["replicas"] = 7
+    assert ok(s, "PUT", f"{scaled}/w/scale", scale)["spec"] == {"replicas": 7}
+    code, answer = call(s, "PUT", f"{scaled}/w/scale", scale)
+    assert (code, answer["reason"]) == (409, "Conflict")
+    assert answer["message"] == (
+        f'Operation cannot be fulfilled on widgets.{group} "w": the object has been '
+        "modified; please apply your changes to the latest version and try again")
+    stored = ok(s, "GET", f"{scaled}/w")
+    assert (stored["spec"], stored["metadata"]["generation"]) == ({"replicas": 7}, 2)
+    code, answer = call(s, "PATCH", f"{scaled}/w/scale", {"spec": {"replicas": -2}}, MERGE)
+    assert (code, answer["reason"], answer["message"]) == (
+        422, "Invalid",
+        f'Widget.{group} "w" is invalid: .spec.replicas: Invalid value: -2: should be a '
+        "non-negative integer")
+    assert answer["details"]["causes"] == [
+        {"reason": "FieldValueInvalid",
+         "message": "Invalid value: -2: should be a non-negative integer",
+         "field": ".spec.replicas"}]
+
+
+def test_custom_resource_scale_without_spec_replicas(any_api_server, scaled):
+    s = any_api_server
+    group = scaled.split("/")[2]
+    ok(s, "POST", scaled, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                           "metadata": {"name": "w"}, "spec": {}})
+    code, answer = call(s, "GET", f"{scaled}/w/scale")
+    assert (code, answer["reason"], answer["message"]) == (
+        500, "InternalError",
+        'Internal error occurred: the spec replicas field ".spec.replicas" does not exist')
+    code, answer = call(s, "PATCH", f"{scaled}/w/scale", {"metadata": {"labels": {"a": "b"}}},
+                        MERGE)
+    assert (code, answer["reason"], answer["message"]) == (
+        400, "BadRequest", 'the spec replicas field ".spec.replicas" cannot be empty')
+    patched = ok(s, "PATCH", f"{scaled}/w/scale", {"spec": {"replicas": 1}}, MERGE)
+    assert (patched["spec"], patched["status"]) == ({"replicas": 1}, {"replicas": 0})
+    resources = {r["name"]: r for r in ok(s, "GET", f"/apis/{group}/v1")["resources"]}
+    assert resources["widgets/scale"] == {
+        "name": "widgets/scale", "singularName": "", "namespaced": True,
+        "group": "autoscaling", "version": "v1", "kind": "Scale",
+        "verbs": ["get", "patch", "update"]}
+
+
+def test_custom_resource_with_negative_spec_replicas_is_invalid(any_api_server, scaled):
+    s = any_api_server
+    group = scaled.split("/")[2]
+    code, answer = call(s, "POST", scaled, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                            "metadata": {"name": "w"},
+                                            "spec": {"replicas": -1}})
+    assert (code, answer["message"]) == (
+        422, f'Widget.{group} "w" is invalid: .spec.replicas: Invalid value: -1: should be a '
+        "non-negative integer")
