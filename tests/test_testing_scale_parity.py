@@ -249,3 +249,38 @@ def test_custom_resource_with_negative_spec_replicas_is_invalid(any_api_server, 
     assert (code, answer["message"]) == (
         422, f'Widget.{group} "w" is invalid: .spec.replicas: Invalid value: -1: should be a '
         "non-negative integer")
+
+
+# -- the kubernetes Service ----------------------------------------------------------------
+
+
+def test_the_kubernetes_service(any_api_server):
+    """kube-apiserver's kubernetesservice controller: ``default/kubernetes``, 10.0.0.1,
+    https 443 to the secure port, managed by ``kube-apiserver``; no Endpoints (the real
+    control plane of these tests runs with ``--endpoint-reconciler-type=none``)."""
+    s = any_api_server
+    service = ok(s, "GET", "/api/v1/namespaces/default/services/kubernetes")
+    secure_port = int(s.https_url.rsplit(":", 1)[1].rstrip("/"))
+    meta = service["metadata"]
+    assert {k: meta[k] for k in ("name", "namespace", "labels")} == {
+        "name": "kubernetes", "namespace": "default",
+        "labels": {"component": "apiserver", "provider": "kubernetes"}}
+    assert [{k: v for k, v in e.items() if k != "time"} for e in meta["managedFields"]] == [{
+        "manager": "kube-apiserver", "operation": "Update", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {
+            "f:metadata": {"f:labels": {".": {}, "f:component": {}, "f:provider": {}}},
+            "f:spec": {
+                "f:clusterIP": {}, "f:internalTrafficPolicy": {}, "f:ipFamilyPolicy": {},
+                "f:ports": {".": {}, 'k:{"port":443,"protocol":"TCP"}': {
+                    ".": {}, "f:name": {}, "f:port": {}, "f:protocol": {},
+                    "f:targetPort": {}}},
+                "f:sessionAffinity": {}, "f:type": {}}}}]
+    assert (service["spec"], service["status"]) == ({
+        "ports": [{"name": "https", "protocol": "TCP", "port": 443,
+                   "targetPort": secure_port}],
+        "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "type": "ClusterIP",
+        "sessionAffinity": "None", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+        "internalTrafficPolicy": "Cluster"}, {"loadBalancer": {}})
+    assert call(s, "GET", "/api/v1/namespaces/default/endpoints/kubernetes")[0] == 404
+    namespaces = {n["metadata"]["name"] for n in ok(s, "GET", "/api/v1/namespaces")["items"]}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= namespaces

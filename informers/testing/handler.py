@@ -41,7 +41,7 @@ from informers.testing.openapi import OpenAPI
 from informers.testing.options import ListOptions
 from informers.testing.request_info import RequestInfo, resolve
 from informers.testing.requestlog import RequestLog, RequestRecord
-from informers.testing.resources import ResourceRegistry
+from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
 __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
@@ -641,7 +641,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             objects = [{"kind": rt.kind, "apiVersion": rt.api_version, **item}
                        for item in listed.get("items", [])]
             meta = listed.get("metadata", {})
-        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query)
+        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query,
+                                custom_columns=_custom_columns(rt))
         return Response(200, json.dumps(table, separators=(",", ":")).encode())
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
@@ -677,10 +678,14 @@ class RequestHandler(BaseHTTPRequestHandler):
             writer: Any = _Chunks(self, handle)
             if tables.wants_table(self.headers.get("Accept", "")):
                 writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
-                                                 app.clock.wall)
+                                                 app.clock.wall, _custom_columns(info.rt))
             stream.serve(writer, handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:
             self.close_connection = True
 
+
+def _custom_columns(rt: ResourceType) -> tuple[dict[str, Any], ...] | None:
+    """A custom resource's printer columns (``None``: a built-in kind's printer)."""
+    return None if rt.builtin else tuple(getattr(rt, "printer_columns", ()))
