@@ -1,12 +1,15 @@
-"""The ``scale`` subresources on both servers (the embedded one held to kube-apiserver
-v1.36.3): ``deployments/scale``, ``replicasets/scale``, ``statefulsets/scale`` and a CRD's
-``subresources.scale`` answer ``autoscaling/v1`` ``Scale`` objects for GET, PUT and PATCH.
+"""What the embedded server serves beside plain objects, on both servers (the embedded one
+held to kube-apiserver v1.36.3): the ``scale`` subresources (``deployments/scale``,
+``replicasets/scale``, ``statefulsets/scale`` and a CRD's ``subresources.scale`` answer
+``autoscaling/v1`` ``Scale`` objects for GET, PUT and PATCH), the ``kubernetes`` Service, and
+the discovery entries ``kubectl api-resources`` prints.
 
 Upstream: ``k8s.io/kubernetes@v1.36.3`` ``pkg/registry/apps/deployment/storage/storage.go``
 (``ScaleREST``, ``scaleFromDeployment``, ``scaleUpdatedObjectInfo``),
 ``pkg/apis/autoscaling/validation`` ``ValidateScale``; ``apiextensions-apiserver@v0.36.3``
 ``pkg/registry/customresource/etcd.go`` (``ScaleREST``, ``scaleFromCustomResource``) and
-``validator.go`` (``ValidateScaleSpec``, ``ValidateScaleStatus``).
+``validator.go`` (``ValidateScaleSpec``, ``ValidateScaleStatus``);
+``pkg/controlplane/controller/kubernetesservice``.
 """
 
 from __future__ import annotations
@@ -284,3 +287,68 @@ def test_the_kubernetes_service(any_api_server):
     assert call(s, "GET", "/api/v1/namespaces/default/endpoints/kubernetes")[0] == 404
     namespaces = {n["metadata"]["name"] for n in ok(s, "GET", "/api/v1/namespaces")["items"]}
     assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= namespaces
+
+
+# -- discovery as kubectl api-resources reads it ---------------------------------------------
+
+
+def _resources(s, path: str) -> dict[str, dict[str, Any]]:
+    keep = ("name", "singularName", "namespaced", "kind", "verbs", "shortNames", "categories",
+            "group", "version")
+    return {r["name"]: {k: r[k] for k in keep if k in r}
+            for r in ok(s, "GET", path)["resources"]}
+
+
+def test_discovery_of_the_served_builtin_resources(any_api_server):
+    """Every built-in resource and subresource the embedded server serves is listed as
+    kube-apiserver lists it (short names, categories, verbs, kind); the real server serves
+    more (bindings, pods/exec...), which are left out of the comparison."""
+    from informers.testing.resources import BUILTIN_RESOURCES
+
+    s = any_api_server
+    paths = sorted({rt.path_prefix for rt in BUILTIN_RESOURCES})
+    served = {(rt.path_prefix, rt.plural) for rt in BUILTIN_RESOURCES}
+    got = {}
+    for path in paths:
+        for name, entry in _resources(s, path).items():
+            if (path, name.split("/")[0]) in served and name.split("/")[-1] in (
+                    name.split("/")[0], "status", "scale", "finalize"):
+                got[(path, name)] = entry
+    assert got[("/api/v1", "pods")] == {
+        "name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                  "watch"], "shortNames": ["po"], "categories": ["all"]}
+    assert got[("/apis/apps/v1", "deployments")]["categories"] == ["all"]
+    assert got[("/apis/apps/v1", "deployments")]["shortNames"] == ["deploy"]
+    assert {name: (e.get("shortNames"), e.get("categories"))
+            for (_, name), e in got.items() if "/" not in name} == {
+        "configmaps": (["cm"], None), "endpoints": (["ep"], None), "events": (["ev"], None),
+        "namespaces": (["ns"], None), "nodes": (["no"], None),
+        "persistentvolumeclaims": (["pvc"], None), "persistentvolumes": (["pv"], None),
+        "pods": (["po"], ["all"]), "secrets": (None, None), "serviceaccounts": (["sa"], None),
+        "services": (["svc"], ["all"]), "daemonsets": (["ds"], ["all"]),
+        "deployments": (["deploy"], ["all"]), "replicasets": (["rs"], ["all"]),
+        "statefulsets": (["sts"], ["all"]), "jobs": (None, ["all"]), "leases": (None, None),
+        "endpointslices": (None, None)}
+
+
+@pytest.mark.real_apiserver
+def test_embedded_discovery_equals_the_real_one(real_api_server):
+    """Each entry the embedded server lists, field for field as the real server lists it."""
+    from servers import EmbeddedServer, RealServer
+
+    from informers.testing import ApiServer
+
+    real = RealServer(real_api_server)
+    embedded = EmbeddedServer(ApiServer().start())
+    try:
+        from informers.testing.resources import BUILTIN_RESOURCES
+
+        for path in sorted({rt.path_prefix for rt in BUILTIN_RESOURCES}):
+            mine = _resources(embedded, path)
+            theirs = _resources(real, path)
+            for name, entry in mine.items():
+                assert theirs.get(name) == entry, (path, name)
+    finally:
+        embedded.close()
+        real.close()
