@@ -352,3 +352,77 @@ def test_embedded_discovery_equals_the_real_one(real_api_server):
     finally:
         embedded.close()
         real.close()
+
+
+AGGREGATED = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+              "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+              "application/json")
+
+
+def _aggregated(s, path: str) -> tuple[dict[str, str], dict[str, Any]]:
+    api = s.api_client()
+    try:
+        _, url, headers, _, _ = api.param_serialize(
+            "GET", path, header_params={"Accept": AGGREGATED}, auth_settings=["BearerToken"])
+        response = api.rest_client.pool_manager.request("GET", url, headers=headers)
+        import json
+
+        return dict(response.headers), json.loads(response.data)
+    finally:
+        api.close()
+
+
+@pytest.mark.real_apiserver
+def test_embedded_aggregated_discovery_equals_the_real_one(real_api_server):
+    """``/api`` and ``/apis`` asked for ``apidiscovery.k8s.io/v2`` (what kubectl asks first):
+    the document's shape and, for each resource the embedded server serves, its entry
+    (subresources limited to those served) as the real server writes it."""
+    from servers import EmbeddedServer, RealServer
+
+    from informers.testing import ApiServer
+
+    real = RealServer(real_api_server)
+    embedded = EmbeddedServer(ApiServer().start())
+    group = new_group()
+    crd = crd_body(group, schema=SCALE_SCHEMA, subresources={
+        "status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                "statusReplicasPath": ".status.replicas"}})
+    try:
+        for s in (real, embedded):
+            install(s, crd)
+        for path in ("/api", "/apis"):
+            docs = {}
+            for name, s in (("real", real), ("embedded", embedded)):
+                headers, doc = _aggregated(s, path)
+                assert (headers["Content-Type"], headers["Vary"], headers["Cache-Control"]) == (
+                    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+                    "Accept", "public"), name
+                assert headers["Etag"].startswith('"') and len(headers["Etag"]) == 130
+                assert {k: v for k, v in doc.items() if k != "items"} == {
+                    "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+                    "metadata": {}}
+                docs[name] = {(item["metadata"].get("name", ""), v["version"], r["resource"]): (
+                    item["metadata"], v["freshness"], r)
+                    for item in doc["items"] for v in item["versions"]
+                    for r in v["resources"]}
+            assert docs["embedded"], path
+            for key, (meta, freshness, entry) in docs["embedded"].items():
+                real_meta, real_freshness, real_entry = docs["real"][key]
+                served = {sub["subresource"] for sub in entry.get("subresources", [])}
+                real_entry = {**real_entry, "subresources": [
+                    sub for sub in real_entry.get("subresources", [])
+                    if sub["subresource"] in served]}
+                if not real_entry["subresources"]:
+                    del real_entry["subresources"]
+                assert (meta, freshness, entry) == (real_meta, real_freshness, real_entry), key
+        assert (group, "v1", "widgets") in docs["embedded"]
+    finally:
+        uninstall(real, crd["metadata"]["name"])
+        embedded.close()
+        real.close()
+
+
+def test_legacy_discovery_lists_a_crds_status_before_its_scale(any_api_server, scaled):
+    group = scaled.split("/")[2]
+    names = [r["name"] for r in ok(any_api_server, "GET", f"/apis/{group}/v1")["resources"]]
+    assert names == ["widgets", "widgets/status", "widgets/scale"]

@@ -113,8 +113,11 @@ class CustomResourceType(ResourceType):
 
     def discovery(self) -> list[dict[str, Any]]:
         """As :meth:`ResourceType.discovery`, plus the ``storageVersionHash`` of the storage
-        version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``)."""
+        version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``); ``status``
+        before ``scale``, unsorted, as ``customresource_discovery_controller.go`` lists
+        them."""
         entries = super().discovery()
+        entries[1:] = sorted(entries[1:], key=lambda e: e["name"].endswith("/scale"))
         gvk = f"{self.group}/{self.storage_version}/{self.kind}"
         entries[0]["storageVersionHash"] = base64.b64encode(
             hashlib.sha256(gvk.encode()).digest()[:8]).decode()

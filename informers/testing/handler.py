@@ -11,6 +11,7 @@ the request log.
 from __future__ import annotations
 
 import email.parser
+import hashlib
 import http.client
 import json
 import logging
@@ -41,7 +42,12 @@ from informers.testing.openapi import OpenAPI
 from informers.testing.options import ListOptions
 from informers.testing.request_info import RequestInfo, resolve
 from informers.testing.requestlog import RequestLog, RequestRecord
-from informers.testing.resources import ResourceRegistry, ResourceType
+from informers.testing.resources import (
+    AGGREGATED_DISCOVERY,
+    ResourceRegistry,
+    ResourceType,
+    wants_aggregated_discovery,
+)
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
 __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
@@ -495,6 +501,9 @@ class RequestHandler(BaseHTTPRequestHandler):
                 return app.openapi.serve(
                     info.path, query, self.headers.get("Accept", ""),
                     self.headers.get("If-None-Match", ""), app.clock.wall())
+            if info.path.rstrip("/") in ("/api", "/apis") and wants_aggregated_discovery(
+                    self.headers.get("Accept", "")):
+                return _aggregated_discovery(app.registry, info.path.rstrip("/") == "/api")
             return app.endpoints.discovery(info.path, app.server_address)
         if info.unknown or info.extra_parts or info.rt is None:
             if info.group and not is_builtin_group(info.group):
@@ -689,3 +698,12 @@ class RequestHandler(BaseHTTPRequestHandler):
 def _custom_columns(rt: ResourceType) -> tuple[dict[str, Any], ...] | None:
     """A custom resource's printer columns (``None``: a built-in kind's printer)."""
     return None if rt.builtin else tuple(getattr(rt, "printer_columns", ()))
+
+
+def _aggregated_discovery(registry: ResourceRegistry, core: bool) -> Response:
+    """The aggregated discovery document with kube-apiserver's headers (an ``Etag`` of the
+    body's SHA-512, ``Vary: Accept``, ``Cache-Control: public``)."""
+    body = json.dumps(registry.aggregated_discovery(core), separators=(",", ":")).encode()
+    return Response(200, body, [
+        ("Content-Type", AGGREGATED_DISCOVERY), ("Cache-Control", "public"),
+        ("Etag", f'"{hashlib.sha512(body).hexdigest().upper()}"'), ("Vary", "Accept")])

@@ -21,8 +21,8 @@ from typing import Any
 from informers import resources as library
 from informers.resources import Resource
 
-__all__ = ["ALL_VERBS", "BUILTIN_RESOURCES", "BUILTIN_SCALE", "ResourceRegistry", "ResourceType",
-           "ScalePaths"]
+__all__ = ["AGGREGATED_DISCOVERY", "ALL_VERBS", "BUILTIN_RESOURCES", "BUILTIN_SCALE",
+           "ResourceRegistry", "ResourceType", "ScalePaths", "wants_aggregated_discovery"]
 
 ALL_VERBS: tuple[str, ...] = (
     "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
@@ -377,12 +377,15 @@ class ResourceRegistry:
     def api_resource_list(self, group: str, version: str) -> dict[str, Any] | None:
         """``GET /api/v1`` or ``/apis/<group>/<version>``: the ``APIResourceList``."""
         resources: list[dict[str, Any]] = []
+        builtin = True
         for rt in self.all():
             if rt.group == group and rt.version == version:
                 resources.extend(rt.discovery())
+                builtin = builtin and rt.builtin
         if not resources:
             return None
-        resources.sort(key=lambda r: r["name"])
+        if builtin:  # the compiled-in groups sort; apiextensions' lists are in CRD order
+            resources.sort(key=lambda r: r["name"])
         doc: dict[str, Any] = {
             "kind": "APIResourceList",
             "groupVersion": f"{group}/{version}" if group else version,
@@ -391,3 +394,69 @@ class ResourceRegistry:
         if group:
             doc["apiVersion"] = "v1"
         return doc
+
+    def aggregated_discovery(self, core: bool) -> dict[str, Any]:
+        """``GET /api`` (``core``) or ``/apis`` asked for ``apidiscovery.k8s.io/v2``: the
+        ``APIGroupDiscoveryList`` kubectl reads first (``apiserver/pkg/endpoints/discovery/
+        aggregated``): per group and version, each resource with its subresources, resources
+        sorted by name, every version ``Current``."""
+        items = []
+        for group, versions in self.group_versions().items():
+            if (group == "") != core:
+                continue
+            entries = []
+            for version in versions:
+                resources = sorted((_aggregated(rt) for rt in self.all()
+                                    if rt.group == group and rt.version == version),
+                                   key=lambda r: r["resource"])
+                entries.append({"version": version, "resources": resources,
+                                "freshness": "Current"})
+            items.append({"metadata": {"name": group} if group else {}, "versions": entries})
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+                "metadata": {}, "items": items}
+
+
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+"""The media type of :meth:`ResourceRegistry.aggregated_discovery` documents."""
+
+
+def wants_aggregated_discovery(accept: str) -> bool:
+    """The first type of ``accept`` the server can answer is the aggregated discovery v2
+    (kubectl asks ``...;v=v2;as=APIGroupDiscoveryList,...;v=v2beta1...,application/json``);
+    a plain ``application/json`` (or ``*/*``) first means the legacy documents."""
+    for part in accept.split(","):
+        kind, *raw = (p.strip() for p in part.split(";"))
+        params = dict(p.partition("=")[::2] for p in raw)
+        if params.get("as") == "APIGroupDiscoveryList":
+            if params.get("g") == "apidiscovery.k8s.io" and params.get("v") == "v2":
+                return True
+            continue  # v2beta1 and others: not served, try the next
+        if kind in ("application/json", "*/*", "application/*", ""):
+            return False
+    return False
+
+
+def _aggregated(rt: ResourceType) -> dict[str, Any]:
+    """One ``APIResourceDiscovery``. Built-in kinds answer in the request's group version
+    (an empty ``responseKind`` group and version); a CRD names its own."""
+    own = {"group": "" if rt.builtin else rt.group, "version": "" if rt.builtin else rt.version,
+           "kind": rt.kind}
+    entry: dict[str, Any] = {
+        "resource": rt.plural, "responseKind": own,
+        "scope": "Namespaced" if rt.namespaced else "Cluster",
+        "singularResource": rt.singular, "verbs": list(rt.verbs)}
+    if rt.short_names:
+        entry["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        entry["categories"] = list(rt.categories)
+    subresources = []
+    for legacy in rt.discovery()[1:]:
+        name = legacy["name"].split("/", 1)[1]
+        kind = ({"group": legacy["group"], "version": legacy["version"],
+                 "kind": legacy["kind"]} if "group" in legacy else own)
+        subresources.append({"subresource": name, "responseKind": kind,
+                             "verbs": list(legacy["verbs"])})
+    if subresources:
+        entry["subresources"] = (sorted(subresources, key=lambda r: r["subresource"])
+                                 if rt.builtin else subresources)
+    return entry
