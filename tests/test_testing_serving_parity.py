@@ -426,3 +426,41 @@ def test_legacy_discovery_lists_a_crds_status_before_its_scale(any_api_server, s
     group = scaled.split("/")[2]
     names = [r["name"] for r in ok(any_api_server, "GET", f"/apis/{group}/v1")["resources"]]
     assert names == ["widgets", "widgets/status", "widgets/scale"]
+
+
+# -- defaulting on read ----------------------------------------------------------------------
+
+
+def test_defaults_added_to_a_schema_show_on_read(any_api_server):
+    """apiextensions-apiserver applies the schema's defaults when it decodes a stored object:
+    an object stored before a default was added reads with it, at the same
+    resourceVersion, before any write."""
+    import time
+
+    s = any_api_server
+    group = new_group()
+    schema: dict = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "integer"}, "color": {"type": "string"}}}}}
+    crd = crd_body(group, schema=schema)
+    install(s, crd)
+    try:
+        where = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        created = ok(s, "POST", where, {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                        "metadata": {"name": "w"}, "spec": {"size": 1}})
+        name = crd["metadata"]["name"]
+        current = ok(s, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+        current["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+            "properties"]["color"]["default"] = "red"
+        ok(s, "PUT", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", current)
+        deadline = time.monotonic() + 10
+        while True:
+            got = ok(s, "GET", f"{where}/w")
+            if "color" in got["spec"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert got["spec"] == {"size": 1, "color": "red"}
+        assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+        listed = ok(s, "GET", where)["items"]
+        assert [item["spec"] for item in listed] == [{"size": 1, "color": "red"}]
+    finally:
+        uninstall(s, crd["metadata"]["name"])

@@ -30,6 +30,7 @@ Several versions may be served (``served``/``storage``); conversion ``None`` onl
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import os
 import pathlib
@@ -478,10 +479,32 @@ class CustomResources:
                                  scale_spec.get("labelSelectorPath"))
                 if isinstance(scale_spec, dict) else None,
             ))
+        before = {rt.version: rt.schema for rt in self._served.get(crd["metadata"]["name"], [])}
         self._unserve(crd["metadata"]["name"])
         for rt in rts:
             self._registry.add(rt)
         self._served[crd["metadata"]["name"]] = rts
+        self._default_on_read(rts, before)
+
+    def _default_on_read(self, rts: list[CustomResourceType],
+                         before: dict[str, dict[str, Any] | None]) -> None:
+        """A CRD update that changed the schema: stored objects read with its defaults, as
+        kube-apiserver's decoding from etcd applies them (``customresource_handler.go``
+        ``unstructuredDefaulter``), without a new resourceVersion or event. The storage
+        version's schema applies (the served versions share the objects here)."""
+        if not rts or not before:
+            return
+        rt = next((r for r in rts if r.version == r.storage_version), rts[0])
+        schema = rt.schema
+        if schema is None or before.get(rt.version) == schema:
+            return
+
+        def default(obj: dict[str, Any]) -> bool:
+            original = copy.deepcopy(obj)
+            structural.apply_defaults(obj, schema)
+            return obj != original
+
+        self._storage.rewrite(rt, default)
 
     def _unserve(self, crd_name: str) -> None:
         for rt in self._served.pop(crd_name, []):

@@ -5,7 +5,8 @@ kind, scope) plus what only a server needs (short names, verbs, subresources, na
 registry strategy facts); a :class:`ResourceRegistry` holds the built-ins plus whatever a test
 registers, and renders ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>`` and
 ``/apis/<group>/<version>`` the way kube-apiserver's legacy (non-aggregated) discovery does,
-which ``kubectl`` and the official dynamic client read.
+which the official dynamic client reads, and the aggregated ``apidiscovery.k8s.io/v2``
+documents of ``/api`` and ``/apis`` that ``kubectl`` asks for first.
 
 The built-in table is derived from :data:`informers.resources.BUILTIN_RESOURCES`, the
 library's table, so the client side and the server side cannot disagree on a kind's group,
