@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["AGE_COLUMN", "custom_printer", "evaluate"]
+__all__ = ["AGE_COLUMN", "cell_for_json_value", "custom_printer", "evaluate"]
 
 _NAME_DESCRIPTION = (
     "Name must be unique within a namespace. Is required when creating resources, although "
@@ -55,6 +55,8 @@ AGE_COLUMN: dict[str, Any] = {"name": "Age", "type": "date",
 """The column of a CRD version that declares none."""
 
 _STEP = re.compile(r"""\.([^.\[\]]+)|\[\s*(-?\d+|\*|'[^']*'|"[^"]*")\s*\]""")
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
 Printer = Callable[[dict[str, Any], datetime.datetime, bool], list[Any]]
 
@@ -145,20 +147,25 @@ def _go_float(value: float) -> str:
     return f"{prefix}{text[:point]}.{text[point:]}"
 
 
-def _cell(kind: str, value: Any, now: datetime.datetime,
-          since: Callable[[Any, datetime.datetime], str]) -> Any:
-    """``cellForJSONValue`` (and the ``string`` branch of ``ConvertToTable``)."""
-    if kind == "string":
-        return _go_text(value)
+def cell_for_json_value(kind: str, value: Any, now: datetime.datetime,
+                        since: Callable[[Any, datetime.datetime], str]) -> Any:
+    """``cellForJSONValue``: the cell of a non-``string`` column (``string`` columns print
+    through the JSONPath printer instead); ``None`` when the value is not of the type."""
     if value is None or (isinstance(value, bool) and kind != "boolean"):
         return None
     if kind == "integer" and isinstance(value, (int, float)):
         return int(value)
     if kind == "number" and isinstance(value, (int, float)):
-        return value
+        return float(value)
     if kind == "boolean" and isinstance(value, bool):
         return value
+    if kind == "string" and isinstance(value, str):
+        return value
     if kind == "date" and isinstance(value, str):
+        if not value:  # a zero metav1.Time
+            return "<unknown>"
+        if not _RFC3339.fullmatch(value):  # metav1.Time UnmarshalQueryParameter
+            return "<invalid>"
         try:
             return since(value, now)
         except ValueError:
@@ -188,8 +195,13 @@ def custom_printer(columns: tuple[dict[str, Any], ...],
         cells: list[Any] = [str((obj.get("metadata") or {}).get("name", ""))]
         for column in columns:
             results = evaluate(obj, column.get("jsonPath", ""))
-            cells.append(_cell(column.get("type", ""), results[0], now, since)
-                         if results else None)
+            kind = column.get("type", "")
+            if not results:
+                cells.append(None)
+            elif kind == "string":
+                cells.append(_go_text(results[0]))
+            else:
+                cells.append(cell_for_json_value(kind, results[0], now, since))
         return cells
 
     return headers, printer
