@@ -233,9 +233,9 @@ def test_kubectl_apply_twice_then_scale_and_get_all(kubectl, tmp_path):
     assert (scaled.returncode, scaled.stdout) == (0, "deployment.apps/web scaled\n")
     stored = kubectl.server.get("deployments", "default", "web")
     assert stored["spec"]["replicas"] == 5
-    assert [(e["manager"], e["operation"], e.get("subresource"))
-            for e in stored["metadata"]["managedFields"]] == [
-        ("kubectl", "Update", "scale"), ("kubectl-client-side-apply", "Update", None)]
+    assert sorted((e["manager"], e["operation"], e.get("subresource", ""), e["fieldsV1"])
+                  for e in stored["metadata"]["managedFields"])[0] == (
+        "kubectl", "Update", "scale", {"f:spec": {"f:replicas": {}}})
     stale = kubectl("scale", "deployment/web", "--replicas=1", "--current-replicas=2")
     assert stale.returncode == 1
     assert stale.stderr == ("error: Expected replicas to be 2, was 5\n")
