@@ -16,7 +16,12 @@ Sections:
    number of ``{"type": "MODIFIED", "object": pod}`` events in process.
 3. WRITE round trips per second on one deployment: a plain ``PUT`` (update) beside a
    server-side apply (``PATCH`` ``application/apply-patch+yaml`` with a field manager, which
-   merges by the schema and records ``managedFields``) and a strategic merge patch.
+   merges by the schema and records ``managedFields``), a strategic merge patch and a
+   ``PATCH`` of ``deployments/scale`` (what ``kubectl scale`` sends; "not served" on a server
+   without the subresource).
+4. CRD create to served: ``POST`` of a CustomResourceDefinition (a small structural schema,
+   printer columns, the status and scale subresources) until the first ``200`` of a list of
+   its plural (polled without sleeping), best and median of ``--crds`` CRDs.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import threading
 import time
 from collections.abc import Sequence
@@ -208,10 +214,58 @@ def bench_writes(server: ApiServer, rounds: int) -> None:
         return http.request("PATCH", path, body=json.dumps(body).encode(), headers={
             **headers, "Content-Type": "application/strategic-merge-patch+json"})
 
+    def scale(i: int) -> Any:
+        body = {"spec": {"replicas": i % 5 + 1}}
+        return http.request("PATCH", path + "/scale", body=json.dumps(body).encode(), headers={
+            **headers, "Content-Type": "application/merge-patch+json"})
+
     print(f"writes ({rounds:,} round trips each, one deployment of 3 containers)")
     timed("update (GET + PUT)", update)
     timed("server-side apply (PATCH apply-patch+yaml)", apply)
     timed("strategic merge patch", strategic)
+    if scale(0).status == 200:
+        timed("scale (PATCH deployments/scale)", scale)
+    else:
+        print(f"  {'scale (PATCH deployments/scale)':<44}   not served")
+
+
+# -- 4. CRD create to served ----------------------------------------------------------------------
+
+
+def bench_crds(server: ApiServer, count: int) -> None:
+    http = urllib3.PoolManager()
+    headers = {**_headers(server), "Content-Type": "application/json"}
+    crds = f"{server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    times = []
+    for i in range(count):
+        group = f"b{i}.bench.example.com"
+        crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": f"widgets.{group}"},
+               "spec": {"group": group, "scope": "Namespaced",
+                        "names": {"plural": "widgets", "kind": "Widget"},
+                        "versions": [{
+                            "name": "v1", "served": True, "storage": True,
+                            "subresources": {"status": {}, "scale": {
+                                "specReplicasPath": ".spec.replicas",
+                                "statusReplicasPath": ".status.replicas"}},
+                            "additionalPrinterColumns": [
+                                {"name": "Replicas", "type": "integer",
+                                 "jsonPath": ".spec.replicas"}],
+                            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                "spec": {"type": "object", "properties": {
+                                    "replicas": {"type": "integer", "minimum": 0},
+                                    "color": {"type": "string", "default": "red"}}},
+                                "status": {"type": "object", "properties": {
+                                    "replicas": {"type": "integer"}}}}}}}]}}
+        plural = f"{server.url}/apis/{group}/v1/namespaces/default/widgets"
+        start = time.perf_counter()
+        created = http.request("POST", crds, body=json.dumps(crd).encode(), headers=headers)
+        assert created.status == 201, created.data[:300]
+        while http.request("GET", plural, headers=headers).status != 200:
+            pass
+        times.append(time.perf_counter() - start)
+    print(f"CRD create to served ({count} CRDs: POST, then GET of the plural until 200)")
+    print(f"  best {min(times) * 1e3:8.2f} ms   median {statistics.median(times) * 1e3:8.2f} ms")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -221,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=None)
     parser.add_argument("--events", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--crds", type=int, default=None, help="CRDs to create (default 50)")
     args = parser.parse_args(argv)
     count = args.pods or (2_000 if args.quick else 10_000)
     events = args.events or (3_000 if args.quick else 10_000)
@@ -232,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_list(server, pods, args.repeat)
         bench_watch(server, pods, events)
         bench_writes(server, 300 if args.quick else 1_000)
+        bench_crds(server, args.crds or (20 if args.quick else 50))
     return 0
 
 

@@ -125,7 +125,7 @@ def test_builtin_table_derives_from_the_library_table():
     facts = {rt.qualified: (rt.short_names, rt.subresources, rt.name_rule, rt.create_status,
                             rt.returns_deleted_object) for rt in BUILTIN_RESOURCES}
     assert facts["statefulsets.apps"] == (
-        ("sts",), ("status",), "label", {"replicas": 0, "availableReplicas": 0}, False)
+        ("sts",), ("status", "scale"), "label", {"replicas": 0, "availableReplicas": 0}, False)
     assert facts["persistentvolumeclaims"] == (
         ("pvc",), ("status",), "subdomain", {"phase": "Pending"}, True)
     assert facts["namespaces"] == (

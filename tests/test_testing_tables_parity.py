@@ -144,3 +144,94 @@ def test_node_and_event_tables(any_api_server):
     assert row[1:7] == ["Normal", "Pulled", "pod/p", "spec.containers{c}", "kubelet, n1", "done"]
     assert row[8:] == [2, "e"]
     assert re.fullmatch(r"\d+y\d*d?", row[0]) and row[0] == row[7]
+
+
+# -- custom resources: the CRD's additionalPrinterColumns ------------------------------------
+
+CUSTOM_COLUMNS = [
+    {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+    {"name": "Size", "type": "integer", "jsonPath": ".spec.size", "description": "how big"},
+    {"name": "Ready", "type": "boolean", "jsonPath": ".status.ready", "priority": 1},
+    {"name": "Tags", "type": "string", "jsonPath": ".spec.tags"},
+    {"name": "First", "type": "string", "jsonPath": ".spec.tags[0]"},
+    {"name": "Free", "type": "string", "jsonPath": ".spec.free"},
+    {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "format": "float"},
+    {"name": "Missing", "type": "string", "jsonPath": ".spec.nothing"},
+    {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def test_custom_resource_printer_columns(any_api_server):
+    from test_testing_crds import SCHEMA, crd_body, install, new_group, ok, uninstall
+
+    s = any_api_server
+    group = new_group()
+    schema = {**SCHEMA, "properties": {**SCHEMA["properties"], "spec": {
+        **SCHEMA["properties"]["spec"], "properties": {
+            **SCHEMA["properties"]["spec"]["properties"], "ratio": {"type": "number"}}}}}
+    crd = crd_body(group, schema=schema, subresources={"status": {}},
+                   additionalPrinterColumns=CUSTOM_COLUMNS)
+    plain = crd_body(group, plural="gadgets", kind="Gadget")
+    plain["spec"]["names"]["shortNames"] = ["gd"]
+    install(s, crd)
+    install(s, plain)
+    try:
+        where = f"/apis/{group}/v1/namespaces/{s.namespace}"
+        made = ok(s, "POST", f"{where}/widgets", {
+            "apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"size": 3, "tags": ["b", "a"], "ratio": 1.5,
+                     "free": {"z": 1, "a": "<x>"}}})
+        made["status"] = {"ready": True}
+        ok(s, "PUT", f"{where}/widgets/w/status", made)
+        code, table = call(s, "GET", f"{where}/widgets", accept=TABLE)
+        assert code == 200
+        assert [(c["name"], c["type"], c["format"], c["priority"], c["description"])
+                for c in table["columnDefinitions"][1:]] == [
+            ("Color", "string", "", 0,
+             "Custom resource definition column (in JSONPath format): .spec.color"),
+            ("Size", "integer", "", 0, "how big"),
+            ("Ready", "boolean", "", 1,
+             "Custom resource definition column (in JSONPath format): .status.ready"),
+            ("Tags", "string", "", 0,
+             "Custom resource definition column (in JSONPath format): .spec.tags"),
+            ("First", "string", "", 0,
+             "Custom resource definition column (in JSONPath format): .spec.tags[0]"),
+            ("Free", "string", "", 0,
+             "Custom resource definition column (in JSONPath format): .spec.free"),
+            ("Ratio", "number", "float", 0,
+             "Custom resource definition column (in JSONPath format): .spec.ratio"),
+            ("Missing", "string", "", 0,
+             "Custom resource definition column (in JSONPath format): .spec.nothing"),
+            ("Created", "date", "", 0,
+             "Custom resource definition column (in JSONPath format): "
+             ".metadata.creationTimestamp")]
+        name_column = table["columnDefinitions"][0]
+        assert (name_column["name"], name_column["format"]) == ("Name", "name")
+        assert name_column["description"].startswith("Name must be unique within a namespace.")
+        assert cells(table) == [["w", "red", 3, True, '["b","a"]', "b",
+                                 '{"a":"\\u003cx\\u003e","z":1}', 1.5, None, "<age>"]]
+        assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+        # a version without columns: Name and Age
+        ok(s, "POST", f"{where}/gadgets", {"apiVersion": f"{group}/v1", "kind": "Gadget",
+                                           "metadata": {"name": "g"}, "spec": {"size": 1}})
+        code, table = call(s, "GET", f"{where}/gadgets/g", accept=TABLE)
+        assert code == 200
+        assert [(c["name"], c["type"], c["format"], c["priority"])
+                for c in table["columnDefinitions"]] == [
+            ("Name", "string", "name", 0), ("Age", "date", "", 0)]
+        assert table["columnDefinitions"][1]["description"] == (
+            "CreationTimestamp is a timestamp representing the server time when this object "
+            "was created. It is not guaranteed to be set in happens-before order across "
+            "separate operations. Clients may not set this value. It is represented in RFC3339 "
+            "form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More "
+            "info: https://git.k8s.io/community/contributors/devel/sig-architecture/"
+            "api-conventions.md#metadata")
+        assert cells(table) == [["g", "<age>"]]
+        # a watch: one row per event, the columns on the first only
+        events = watch_lines(s, f"{where}/widgets", 1, accept=TABLE)
+        assert events[0]["type"] == "ADDED"
+        assert cells(events[0]["object"])[0][:3] == ["w", "red", 3]
+        assert len(events[0]["object"]["columnDefinitions"]) == 10
+    finally:
+        uninstall(s, crd["metadata"]["name"])
+        uninstall(s, plain["metadata"]["name"])

@@ -32,6 +32,7 @@ in the storage version and calls the CRD's conversion webhook for the other vers
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import os
 import pathlib
@@ -39,9 +40,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from informers.testing import cel_rules, status
+from informers.testing import cel_rules, scale, status
 from informers.testing import structural_schema as structural
-from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
+from informers.testing.resources import (
+    BUILTIN_RESOURCES,
+    ResourceRegistry,
+    ResourceType,
+    ScalePaths,
+)
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
 from informers.yaml_loader import YAMLLoadError, load_all_yaml
@@ -111,8 +117,11 @@ class CustomResourceType(ResourceType):
 
     def discovery(self) -> list[dict[str, Any]]:
         """As :meth:`ResourceType.discovery`, plus the ``storageVersionHash`` of the storage
-        version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``)."""
+        version (``apiserver/pkg/endpoints/discovery`` ``StorageVersionHash``); ``status``
+        before ``scale``, unsorted, as ``customresource_discovery_controller.go`` lists
+        them."""
         entries = super().discovery()
+        entries[1:] = sorted(entries[1:], key=lambda e: e["name"].endswith("/scale"))
         gvk = f"{self.group}/{self.storage_version}/{self.kind}"
         entries[0]["storageVersionHash"] = base64.b64encode(
             hashlib.sha256(gvk.encode()).digest()[:8]).decode()
@@ -473,6 +482,7 @@ class CustomResources:
                 continue
             subresources = version.get("subresources") or {}
             schema = (version.get("schema") or {}).get("openAPIV3Schema")
+            scale_spec = subresources.get("scale")
             rts.append(CustomResourceType(
                 spec["group"], version["name"], names["plural"], names["kind"],
                 namespaced=spec.get("scope") == "Namespaced",
@@ -487,11 +497,37 @@ class CustomResources:
                 selectable_fields=tuple(f.get("jsonPath", "")
                                         for f in version.get("selectableFields") or ()),
                 rules=cel_rules.compile_schema(schema) if schema else None,
+                scale=ScalePaths(scale_spec.get("specReplicasPath", ""),
+                                 scale_spec.get("statusReplicasPath", ""),
+                                 scale_spec.get("labelSelectorPath"))
+                if isinstance(scale_spec, dict) else None,
             ))
+        before = {rt.version: rt.schema for rt in self._served.get(crd["metadata"]["name"], [])}
         self._unserve(crd["metadata"]["name"])
         for rt in rts:
             self._registry.add(rt)
         self._served[crd["metadata"]["name"]] = rts
+        self._default_on_read(rts, before)
+
+    def _default_on_read(self, rts: list[CustomResourceType],
+                         before: dict[str, dict[str, Any] | None]) -> None:
+        """A CRD update that changed the schema: stored objects read with its defaults, as
+        kube-apiserver's decoding from etcd applies them (``customresource_handler.go``
+        ``unstructuredDefaulter``), without a new resourceVersion or event. The storage
+        version's schema applies (the served versions share the objects here)."""
+        if not rts or not before:
+            return
+        rt = next((r for r in rts if r.version == r.storage_version), rts[0])
+        schema = rt.schema
+        if schema is None or before.get(rt.version) == schema:
+            return
+
+        def default(obj: dict[str, Any]) -> bool:
+            original = copy.deepcopy(obj)
+            structural.apply_defaults(obj, schema)
+            return obj != original
+
+        self._storage.rewrite(rt, default)
 
     def _unserve(self, crd_name: str) -> None:
         for rt in self._served.pop(crd_name, []):
@@ -545,6 +581,9 @@ class CustomResources:
         for name in schema.get("required") or []:
             if name not in obj:
                 causes.append(structural._required(name))
+        if rt.scale is not None:  # validator.go ValidateScaleSpec, ValidateScaleStatus
+            causes.extend(scale.custom_scale_errors(rt.scale, obj,
+                                                    spec=subresource != "status"))
         if not causes and rt.rules is not None:
             causes.extend(cel_rules.evaluate(rt.rules, obj, old))
         if causes:

@@ -11,6 +11,7 @@ the request log.
 from __future__ import annotations
 
 import email.parser
+import hashlib
 import http.client
 import json
 import logging
@@ -25,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import access, protobuf, status, tables
+from informers.testing import access, protobuf, scale, status, tables
 from informers.testing.admission import RequestScope, request_scope
 from informers.testing.conversion import (
     Conversion,
@@ -48,7 +49,12 @@ from informers.testing.openapi import OpenAPI
 from informers.testing.options import ListOptions
 from informers.testing.request_info import RequestInfo, resolve
 from informers.testing.requestlog import RequestLog, RequestRecord
-from informers.testing.resources import ResourceRegistry
+from informers.testing.resources import (
+    AGGREGATED_DISCOVERY,
+    ResourceRegistry,
+    ResourceType,
+    wants_aggregated_discovery,
+)
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
 __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
@@ -511,6 +517,9 @@ class RequestHandler(BaseHTTPRequestHandler):
                 return app.openapi.serve(
                     info.path, query, self.headers.get("Accept", ""),
                     self.headers.get("If-None-Match", ""), app.clock.wall())
+            if info.path.rstrip("/") in ("/api", "/apis") and wants_aggregated_discovery(
+                    self.headers.get("Accept", "")):
+                return _aggregated_discovery(app.registry, info.path.rstrip("/") == "/api")
             return app.endpoints.discovery(info.path, app.server_address)
         if info.unknown or info.extra_parts or info.rt is None:
             if info.group and not is_builtin_group(info.group):
@@ -545,6 +554,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise status.method_not_allowed()
         if verb not in rt.verbs:
             raise status.method_not_allowed()
+        if info.subresource == "scale":
+            return self._scale(app, info, query, raw)
         if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
             return self._table(app, info, query)
         if verb == "get":
@@ -612,6 +623,37 @@ class RequestHandler(BaseHTTPRequestHandler):
         first ``/`` (apiserver/pkg/endpoints/handlers/rest.go ``prefixFromUserAgent``)."""
         return query.get("fieldManager") or (self.headers.get("User-Agent") or "").split("/")[0]
 
+    def _scale(self, app: ServerApp, info: RequestInfo, query: dict[str, str],
+                raw: bytes) -> Response:
+        """``.../<name>/scale`` (:mod:`.scale`): GET, PUT and JSON/merge/strategic PATCH."""
+        rt = info.rt
+        assert rt is not None
+        endpoints = app.endpoints
+        namespace = info.namespace or ""
+        if info.verb == "get":
+            return Response(200, scale.get(endpoints.storage, rt, namespace, info.name))
+        if info.verb not in ("update", "patch") or not info.name:
+            raise status.method_not_allowed()
+        content_type = media_type(self.headers.get("Content-Type")) or "application/json"
+        dry_run = Endpoints._dry_run(query)  # the same dryRun check as every write
+        manager = self._manager(query)
+        if info.verb == "update":
+            if content_type not in ("application/json", "application/yaml"):
+                raise status.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json, application/yaml")
+            return Response(200, scale.update(
+                endpoints.storage, endpoints.strategy, rt, namespace, info.name,
+                body=decode_body(raw, content_type), dry_run=dry_run, manager=manager))
+        endpoints.check_patch_type(content_type)
+        if content_type == APPLY_PATCH:
+            raise status.unsupported_media_type(
+                "the embedded server does not apply to the scale subresource")
+        return Response(200, scale.update(
+            endpoints.storage, endpoints.strategy, rt, namespace, info.name,
+            patch_type=content_type, patch=decode_body(raw, "application/json"),
+            dry_run=dry_run, manager=manager))
+
     def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
         """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""
         rt = info.rt
@@ -624,7 +666,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             objects = [{"kind": rt.kind, "apiVersion": rt.api_version, **item}
                        for item in listed.get("items", [])]
             meta = listed.get("metadata", {})
-        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query)
+        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query,
+                                custom_columns=_custom_columns(rt))
         return Response(200, json.dumps(table, separators=(",", ":")).encode())
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
@@ -662,10 +705,23 @@ class RequestHandler(BaseHTTPRequestHandler):
                 writer = ConvertingWatchWriter(writer, app.conversion, info.rt)
             if tables.wants_table(self.headers.get("Accept", "")):
                 writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
-                                                 app.clock.wall)
+                                                 app.clock.wall, _custom_columns(info.rt))
             stream.serve(writer, handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:
             self.close_connection = True
 
+
+def _custom_columns(rt: ResourceType) -> tuple[dict[str, Any], ...] | None:
+    """A custom resource's printer columns (``None``: a built-in kind's printer)."""
+    return None if rt.builtin else tuple(getattr(rt, "printer_columns", ()))
+
+
+def _aggregated_discovery(registry: ResourceRegistry, core: bool) -> Response:
+    """The aggregated discovery document with kube-apiserver's headers (an ``Etag`` of the
+    body's SHA-512, ``Vary: Accept``, ``Cache-Control: public``)."""
+    body = json.dumps(registry.aggregated_discovery(core), separators=(",", ":")).encode()
+    return Response(200, body, [
+        ("Content-Type", AGGREGATED_DISCOVERY), ("Cache-Control", "public"),
+        ("Etag", f'"{hashlib.sha512(body).hexdigest().upper()}"'), ("Vary", "Accept")])

@@ -5,7 +5,8 @@ kind, scope) plus what only a server needs (short names, verbs, subresources, na
 registry strategy facts); a :class:`ResourceRegistry` holds the built-ins plus whatever a test
 registers, and renders ``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>`` and
 ``/apis/<group>/<version>`` the way kube-apiserver's legacy (non-aggregated) discovery does,
-which ``kubectl`` and the official dynamic client read.
+which the official dynamic client reads, and the aggregated ``apidiscovery.k8s.io/v2``
+documents of ``/api`` and ``/apis`` that ``kubectl`` asks for first.
 
 The built-in table is derived from :data:`informers.resources.BUILTIN_RESOURCES`, the
 library's table, so the client side and the server side cannot disagree on a kind's group,
@@ -21,7 +22,8 @@ from typing import Any
 from informers import resources as library
 from informers.resources import Resource
 
-__all__ = ["ALL_VERBS", "BUILTIN_RESOURCES", "ResourceRegistry", "ResourceType"]
+__all__ = ["AGGREGATED_DISCOVERY", "ALL_VERBS", "BUILTIN_RESOURCES", "BUILTIN_SCALE",
+           "ResourceRegistry", "ResourceType", "ScalePaths", "wants_aggregated_discovery"]
 
 ALL_VERBS: tuple[str, ...] = (
     "create", "delete", "deletecollection", "get", "list", "patch", "update", "watch",
@@ -31,6 +33,24 @@ ALL_VERBS: tuple[str, ...] = (
 _NO_DELETECOLLECTION = tuple(v for v in ALL_VERBS if v != "deletecollection")
 # The namespace REST storage implements no CollectionDeleter (registry/core/namespace/storage):
 # kube-apiserver's discovery lists namespaces without "deletecollection".
+
+
+@dataclass(frozen=True)
+class ScalePaths:
+    """Where a kind keeps its replicas: a CRD's ``subresources.scale`` (``.spec.replicas``
+    style paths, leading dot optional), or the built-in workloads' fixed fields
+    (``label_selector=None``: the selector is rendered from ``spec.selector``)."""
+
+    spec_replicas: str
+    status_replicas: str
+    label_selector: str | None = None
+    builtin: bool = False
+
+
+BUILTIN_SCALE = ScalePaths(".spec.replicas", ".status.replicas", None, builtin=True)
+"""Deployments, ReplicaSets and StatefulSets (``scaleFromDeployment`` and its siblings;
+served by :mod:`informers.testing.scale`)."""
+
 
 
 @dataclass(frozen=True)
@@ -65,6 +85,8 @@ class ResourceType(Resource):
             registry store's ``ReturnDeletedObject``: pods, services, service accounts,
             namespaces, persistent volumes and claims); other kinds answer a ``Status`` of
             ``Success``.
+        scale: serves the ``scale`` subresource (:mod:`informers.testing.scale`) with the
+            replicas at these paths; ``None``: no ``scale``.
     """
 
     namespaced: bool = True
@@ -78,6 +100,7 @@ class ResourceType(Resource):
     create_status: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     categories: tuple[str, ...] = ()
     returns_deleted_object: bool = False
+    scale: ScalePaths | None = None
 
     @classmethod
     def from_resource(cls, resource: Resource, **extras: Any) -> ResourceType:
@@ -111,8 +134,9 @@ class ResourceType(Resource):
 
     @property
     def subresources(self) -> tuple[str, ...]:
-        """The subresources served (``status``, ``finalize``)."""
-        return ("status",) * self.has_status + ("finalize",) * self.has_finalize
+        """The subresources served (``status``, ``finalize``, ``scale``)."""
+        return (("status",) * self.has_status + ("finalize",) * self.has_finalize
+                + ("scale",) * (self.scale is not None))
 
     @property
     def type_prefix(self) -> bytes:
@@ -145,6 +169,16 @@ class ResourceType(Resource):
                 "namespaced": self.namespaced,
                 "kind": self.kind,
                 "verbs": ["update"],
+            })
+        if self.scale is not None:  # the group and version of autoscaling/v1 Scale
+            entries.append({
+                "name": f"{self.plural}/scale",
+                "singularName": "",
+                "namespaced": self.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
             })
         if self.has_status:
             entries.append({
@@ -191,11 +225,12 @@ _SERVER_FACTS: dict[Resource, dict[str, Any]] = {
         "short_names": ("pv",), "has_status": True, "create_status": {"phase": "Pending"},
         "returns_deleted_object": True},
     library.lookup("deployments.apps"): {
-        "short_names": ("deploy",), "create_status": {}, **_WORKLOAD},
+        "short_names": ("deploy",), "create_status": {}, "scale": BUILTIN_SCALE, **_WORKLOAD},
     library.lookup("replicasets.apps"): {
-        "short_names": ("rs",), "create_status": {"replicas": 0}, **_WORKLOAD},
+        "short_names": ("rs",), "create_status": {"replicas": 0}, "scale": BUILTIN_SCALE,
+        **_WORKLOAD},
     library.lookup("statefulsets.apps"): {
-        "short_names": ("sts",), "name_rule": "label",
+        "short_names": ("sts",), "name_rule": "label", "scale": BUILTIN_SCALE,
         "create_status": {"replicas": 0, "availableReplicas": 0}, **_WORKLOAD},
     library.lookup("daemonsets.apps"): {
         "short_names": ("ds",), "create_status": {
@@ -343,12 +378,15 @@ class ResourceRegistry:
     def api_resource_list(self, group: str, version: str) -> dict[str, Any] | None:
         """``GET /api/v1`` or ``/apis/<group>/<version>``: the ``APIResourceList``."""
         resources: list[dict[str, Any]] = []
+        builtin = True
         for rt in self.all():
             if rt.group == group and rt.version == version:
                 resources.extend(rt.discovery())
+                builtin = builtin and rt.builtin
         if not resources:
             return None
-        resources.sort(key=lambda r: r["name"])
+        if builtin:  # the compiled-in groups sort; apiextensions' lists are in CRD order
+            resources.sort(key=lambda r: r["name"])
         doc: dict[str, Any] = {
             "kind": "APIResourceList",
             "groupVersion": f"{group}/{version}" if group else version,
@@ -357,3 +395,69 @@ class ResourceRegistry:
         if group:
             doc["apiVersion"] = "v1"
         return doc
+
+    def aggregated_discovery(self, core: bool) -> dict[str, Any]:
+        """``GET /api`` (``core``) or ``/apis`` asked for ``apidiscovery.k8s.io/v2``: the
+        ``APIGroupDiscoveryList`` kubectl reads first (``apiserver/pkg/endpoints/discovery/
+        aggregated``): per group and version, each resource with its subresources, resources
+        sorted by name, every version ``Current``."""
+        items = []
+        for group, versions in self.group_versions().items():
+            if (group == "") != core:
+                continue
+            entries = []
+            for version in versions:
+                resources = sorted((_aggregated(rt) for rt in self.all()
+                                    if rt.group == group and rt.version == version),
+                                   key=lambda r: r["resource"])
+                entries.append({"version": version, "resources": resources,
+                                "freshness": "Current"})
+            items.append({"metadata": {"name": group} if group else {}, "versions": entries})
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+                "metadata": {}, "items": items}
+
+
+AGGREGATED_DISCOVERY = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+"""The media type of :meth:`ResourceRegistry.aggregated_discovery` documents."""
+
+
+def wants_aggregated_discovery(accept: str) -> bool:
+    """The first type of ``accept`` the server can answer is the aggregated discovery v2
+    (kubectl asks ``...;v=v2;as=APIGroupDiscoveryList,...;v=v2beta1...,application/json``);
+    a plain ``application/json`` (or ``*/*``) first means the legacy documents."""
+    for part in accept.split(","):
+        kind, *raw = (p.strip() for p in part.split(";"))
+        params = dict(p.partition("=")[::2] for p in raw)
+        if params.get("as") == "APIGroupDiscoveryList":
+            if params.get("g") == "apidiscovery.k8s.io" and params.get("v") == "v2":
+                return True
+            continue  # v2beta1 and others: not served, try the next
+        if kind in ("application/json", "*/*", "application/*", ""):
+            return False
+    return False
+
+
+def _aggregated(rt: ResourceType) -> dict[str, Any]:
+    """One ``APIResourceDiscovery``. Built-in kinds answer in the request's group version
+    (an empty ``responseKind`` group and version); a CRD names its own."""
+    own = {"group": "" if rt.builtin else rt.group, "version": "" if rt.builtin else rt.version,
+           "kind": rt.kind}
+    entry: dict[str, Any] = {
+        "resource": rt.plural, "responseKind": own,
+        "scope": "Namespaced" if rt.namespaced else "Cluster",
+        "singularResource": rt.singular, "verbs": list(rt.verbs)}
+    if rt.short_names:
+        entry["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        entry["categories"] = list(rt.categories)
+    subresources = []
+    for legacy in rt.discovery()[1:]:
+        name = legacy["name"].split("/", 1)[1]
+        kind = ({"group": legacy["group"], "version": legacy["version"],
+                 "kind": legacy["kind"]} if "group" in legacy else own)
+        subresources.append({"subresource": name, "responseKind": kind,
+                             "verbs": list(legacy["verbs"])})
+    if subresources:
+        entry["subresources"] = (sorted(subresources, key=lambda r: r["subresource"])
+                                 if rt.builtin else subresources)
+    return entry

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
-from informers.testing import client_config, status, tls
+from informers.testing import bootstrap, client_config, status, tls
 from informers.testing.admission import Admission
 from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
@@ -124,6 +124,10 @@ class ApiServer:
       spec finalizer goes and with it the namespace (``PUT .../finalize`` removes other spec
       finalizers). No ``NamespaceDeletion*`` conditions are written. ``default``,
       ``kube-system`` and ``kube-public`` cannot be deleted;
+    * at start the Service ``kubernetes`` exists in ``default`` (if that namespace does) as
+      kube-apiserver makes it: ``10.0.0.1``, port ``https`` 443 to the secure (HTTPS) port
+      (:mod:`informers.testing.bootstrap`); no Endpoints for it, as on a kube-apiserver run
+      with ``--endpoint-reconciler-type=none``;
     * creates through the API reset the status of kinds with a status subresource (pods start
       ``Pending``), as the registry strategies do; the seeding helpers (:meth:`create`,
       :meth:`update`) keep the status you give them.
@@ -250,6 +254,8 @@ class ApiServer:
                 return self
             self.stopping.clear()
             self._listen()
+            bootstrap.ensure_kubernetes_service(self.strategy, self.storage, self.registry,
+                                                self.https_port)
             self.connections.start_reaper()
             logger.info("embedded API server listening on %s", self.url)
         return self
@@ -297,6 +303,8 @@ class ApiServer:
             self.connections.cut()
             self.connections.wait_for_watch_count(lambda n: n == 0, None, 5.0)
             self._listen()
+            bootstrap.ensure_kubernetes_service(self.strategy, self.storage, self.registry,
+                                                self.https_port)
 
     # -- connections and watches (called by the handler) ---------------------------------------
 

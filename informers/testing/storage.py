@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from informers import fields as field_selectors
@@ -350,6 +351,25 @@ class Storage:
             del coll.objects[key]
             coll._record(Change(DELETED, entry, prev), True, self.history_limit)
             return entry
+
+    def rewrite(self, rt: ResourceType, change: Callable[[dict[str, Any]], bool]) -> int:
+        """Re-encode every stored object of ``rt`` that ``change`` alters in place (it gets a
+        decoded copy and returns whether it changed it), keeping its resourceVersion and
+        writing no event: what kube-apiserver serves when its decoding from etcd changes (a
+        CRD's new schema defaults, applied on read). Older versions rebuilt from the history
+        keep the bodies they had. Returns how many objects changed."""
+        with self.lock:
+            coll = self.collection(rt)
+            changed = 0
+            for key, entry in list(coll.objects.items()):
+                obj = entry.decode()
+                if change(obj):
+                    coll.objects[key] = self._entry(rt, obj, entry.rv, stamp=False)
+                    changed += 1
+            if changed:
+                coll._current = None
+                coll._snapshots.clear()
+            return changed
 
     def compact(self) -> int:
         """Forget all history: every version older than the current one now answers 410.

@@ -494,7 +494,7 @@ class Strategy:
             record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
                           api_version=rt.api_version, now=self._now(),
                           has_status=rt.has_status,
-                          subresource="status" if subresource == "status" else "")
+                          subresource=subresource if subresource in ("status", "scale") else "")
         if self.admission is not None and subresource in ("", "status"):
             self._check_admitted(rt, "UPDATE", namespace, name, subresource, new, old, dry_run)
             self._check_unchanged(rt, current)

@@ -18,7 +18,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TableWatchWriter", "human_duration", "table_of", "wants_table"]
+from informers.testing import printer_columns
+
+__all__ = ["TableWatchWriter", "human_duration", "label_selector", "table_of", "wants_table"]
 
 Row = list[Any]
 _Printer = Callable[[dict[str, Any], datetime.datetime, bool], Row]
@@ -210,7 +212,7 @@ def _containers(template_spec: dict[str, Any]) -> tuple[str, str]:
             ",".join(c.get("image", "") for c in containers))
 
 
-def _label_selector(selector: dict[str, Any] | None) -> str:
+def label_selector(selector: dict[str, Any] | None) -> str:
     """``metav1.FormatLabelSelector`` for the common forms (matchLabels and the set
     operators), sorted by key as ``labels.Selector.String`` is."""
     if not selector:
@@ -234,7 +236,7 @@ def _deployment(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row:
                 st.get("updatedReplicas", 0), st.get("availableReplicas", 0), _age(obj, now)]
     if wide:
         names, images = _containers(spec.get("template", {}).get("spec", {}))
-        selector = _label_selector(spec.get("selector"))
+        selector = label_selector(spec.get("selector"))
         row += [names, images, "" if selector == "<none>" else selector]
     return row
 
@@ -245,7 +247,7 @@ def _replica_set(obj: dict[str, Any], now: datetime.datetime, wide: bool) -> Row
                 st.get("readyReplicas", 0), _age(obj, now)]
     if wide:
         names, images = _containers(spec.get("template", {}).get("spec", {}))
-        row += [names, images, _label_selector(spec.get("selector"))]
+        row += [names, images, label_selector(spec.get("selector"))]
     return row
 
 
@@ -429,12 +431,18 @@ def _partial(obj: dict[str, Any]) -> dict[str, Any]:
 
 def table_of(group: str, resource: str, objects: list[dict[str, Any]],
              list_meta: dict[str, Any], now: datetime.datetime, query: dict[str, str],
-             *, with_columns: bool = True) -> dict[str, Any]:
+             *, with_columns: bool = True,
+             custom_columns: tuple[dict[str, Any], ...] | None = None) -> dict[str, Any]:
     """The Table of ``objects`` (typed, with ``kind``/``apiVersion``). ``query`` gives
     ``includeObject`` and kubectl's ``-o wide`` (which is client-side: every column is always
     sent, as kube-apiserver does with ``GenerateOptions{Wide: true}``). ``with_columns``:
-    watch events after the first have ``columnDefinitions: null``, as kube-apiserver does."""
-    columns, printer = _PRINTERS.get((group, resource), _DEFAULT)
+    watch events after the first have ``columnDefinitions: null``, as kube-apiserver does.
+    ``custom_columns``: a custom resource's ``additionalPrinterColumns``
+    (:mod:`.printer_columns`; empty: the default ``Age``); ``None`` for built-in kinds."""
+    if custom_columns is not None:  # a custom resource: its CRD version's columns
+        columns, printer = printer_columns.custom_printer(custom_columns, _since)
+    else:
+        columns, printer = _PRINTERS.get((group, resource), _DEFAULT)
     include = query.get("includeObject", "Metadata")
     rows = []
     for obj in objects:
@@ -460,8 +468,10 @@ class TableWatchWriter:
     unchanged. Wraps ``inner`` (``write``/``finish``/``abort``); one stream's thread only."""
 
     def __init__(self, inner: Any, group: str, resource: str, query: dict[str, str],
-                 now: Callable[[], datetime.datetime]) -> None:
+                 now: Callable[[], datetime.datetime],
+                 custom_columns: tuple[dict[str, Any], ...] | None = None) -> None:
         self._inner = inner
+        self._custom_columns = custom_columns
         self._group, self._resource, self._query, self._now = group, resource, query, now
         self._headers = True
 
@@ -476,7 +486,8 @@ class TableWatchWriter:
                 meta = {"resourceVersion": obj.get("metadata", {}).get("resourceVersion", "")}
                 event["object"] = table_of(self._group, self._resource, [obj], meta,
                                            self._now(), self._query,
-                                           with_columns=self._headers)
+                                           with_columns=self._headers,
+                                           custom_columns=self._custom_columns)
                 self._headers = False
                 line = json.dumps(event, separators=(",", ":")).encode()
             out.append(line + b"\n")
