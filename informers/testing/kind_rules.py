@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from informers.testing import status
+from informers.testing.kind_validation import kind_errors
 from informers.testing.resources import ResourceType
 from informers.testing.storage import Entry
 from informers.testing.validation import (
@@ -92,7 +93,8 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None =
     body, after defaulting): on a create the name rule of ``rt`` (``rt.name_rule``: a DNS-1123
     subdomain by default; an update cannot change the name), then for every kind the labels
     and annotations (on an update four times over, as kube-apiserver reports them for the
-    built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`).
+    built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`) or
+    the other built-in kinds' content (:mod:`informers.testing.kind_validation`).
 
     Raises:
         StatusError: 422 Invalid, with a cause per error, in upstream's order.
@@ -111,6 +113,8 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None =
         causes.extend(metadata_errors(meta) * 4)
     if is_endpoints(rt):
         causes.extend(endpoints_errors(obj, old))
+    elif rt.builtin:
+        causes.extend(kind_errors(rt.group, rt.plural, obj, old))
     if causes:
         raise status.invalid(rt.kind, rt.group, name, causes)
 
@@ -187,8 +191,8 @@ def allocate_cluster_ip(
     """The service registry's ClusterIP allocation (``registry/core/service/storage``):
     a Service that is not ``ExternalName`` and names no ``clusterIP`` gets a free address
     of :data:`_SERVICE_CIDR` at random (``services``: the stored Services, read only then);
-    ``clusterIPs`` follows ``clusterIP`` (``None`` for a headless one). No other Service
-    defaulting (type, families, port protocol).
+    ``clusterIPs`` follows ``clusterIP`` (``None`` for a headless one). The rest of a
+    Service's defaults are :mod:`informers.testing.defaults`'.
 
     Raises:
         StatusError: 500 when the range is full.
@@ -214,13 +218,14 @@ def allocate_cluster_ip(
 
 def keep_cluster_ip(new: dict[str, Any], old: dict[str, Any]) -> None:
     """Service strategy ``patchAllocatedValues``: an update that leaves out ``clusterIP``
-    (``clusterIPs``) keeps the allocated one (it is immutable)."""
+    (``clusterIPs``) keeps the allocated one (it is immutable); the REST update's
+    ``initIPFamilyFields`` keeps ``ipFamilies`` and ``ipFamilyPolicy`` the same way."""
     new_spec, old_spec = new.get("spec"), old.get("spec")
     if not isinstance(new_spec, dict) or not isinstance(old_spec, dict):
         return
     if new_spec.get("type") == "ExternalName":
         return
-    for key in ("clusterIP", "clusterIPs"):
+    for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if not new_spec.get(key) and old_spec.get(key):
             new["spec"] = new_spec = {**new_spec, key: old_spec[key]}
 
@@ -231,8 +236,8 @@ def keep_cluster_ip(new: dict[str, Any], old: dict[str, Any]) -> None:
 def pod_grace_period(pod: dict[str, Any], grace: int | None) -> int:
     """The graceful-deletion period of a pod's delete (pod strategy ``CheckGracefulDelete``):
     ``grace`` (the request's ``gracePeriodSeconds``), else
-    ``spec.terminationGracePeriodSeconds`` (kube-apiserver defaults it to 30 on create; this
-    server does not default it, so absent means 0); 0 for a pod bound to no node or in a
+    ``spec.terminationGracePeriodSeconds`` (30 unless set: ``SetDefaults_PodSpec``; absent
+    only in a malformed pod, then 0); 0 for a pod bound to no node or in a
     terminal phase; 1 if negative."""
     spec_part, status_part = pod.get("spec"), pod.get("status")
     spec: dict[str, Any] = spec_part if isinstance(spec_part, dict) else {}

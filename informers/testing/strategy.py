@@ -23,6 +23,12 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.apply import apply_object, record_update, same_managed_fields
+from informers.testing.defaults import (
+    admit_pod,
+    apply_defaults,
+    default_ip_families,
+    pod_qos_class,
+)
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -91,6 +97,15 @@ def _parse_time(text: str) -> datetime.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
+def _keep_qos_class(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """Pod status strategy ``PrepareForUpdate``: a status without ``qosClass`` keeps the old
+    one (it is set at creation and immutable). Replaces (never mutates) the status dict."""
+    new_status, old_status = new.get("status"), old.get("status")
+    if isinstance(new_status, dict) and not new_status.get("qosClass") and \
+            isinstance(old_status, dict) and old_status.get("qosClass"):
+        new["status"] = {**new_status, "qosClass": old_status["qosClass"]}
+
+
 class Strategy:
     """Applies kube-apiserver's write rules on top of :class:`Storage`. Thread-safe.
 
@@ -150,6 +165,8 @@ class Strategy:
         obj.pop("kind", None)
         obj.pop("apiVersion", None)
         omit_empty(rt, obj)
+        if rt.builtin:
+            apply_defaults(rt.group, rt.plural, obj)
         if is_pods(rt):
             round_trip_pod_ips(obj)
         elif is_endpoints(rt):
@@ -218,6 +235,8 @@ class Strategy:
                 meta["name"] = name
             if self.custom is not None:
                 self.custom.prepare(rt, obj, None, "", seeding)
+            if is_pods(rt):
+                admit_pod(obj, None)
             validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
@@ -240,8 +259,17 @@ class Strategy:
                 prepare_namespace_create(obj, name)
             if is_services(rt):
                 allocate_cluster_ip(obj, self._storage.collection(rt).objects.values(), self._rand)
+                if isinstance(obj.get("spec"), dict):
+                    default_ip_families(obj["spec"])
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
+            if is_pods(rt):
+                # pod strategy PrepareForCreate: the QoS class, immutable from now on
+                pod_status = obj.get("status")
+                if not isinstance(pod_status, dict):
+                    pod_status = obj["status"] = {}
+                if not pod_status.get("qosClass"):
+                    pod_status["qosClass"] = pod_qos_class(obj)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
             if manager:
                 record_update(None, ordered, MergeSchemas.shared().shape(rt), manager=manager,
@@ -375,6 +403,8 @@ class Strategy:
                 new.pop("status", None)
             else:
                 new["status"] = obj["status"]
+            if is_pods(rt):
+                _keep_qos_class(new, old)
         else:
             new = obj
             new_meta = new["metadata"]
@@ -401,6 +431,11 @@ class Strategy:
                 prepare_namespace_update(new, old, name, keep_finalizers=subresource == "")
             if is_services(rt):
                 keep_cluster_ip(new, old)
+                if isinstance(new.get("spec"), dict):
+                    default_ip_families(new["spec"])
+            if is_pods(rt):
+                admit_pod(new, old)
+                _keep_qos_class(new, old)
             keep_status = not rt.builtin and not rt.has_status
             if rt.has_generation and _spec_part(new, keep_status) != _spec_part(old, keep_status):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1

@@ -1,0 +1,551 @@
+"""kube-apiserver's v1 defaulting of the built-in kinds, as pure functions over decoded bodies.
+
+kube-apiserver defaults every object it decodes (create, update and patch bodies alike), with
+the ``SetDefaults_*`` functions of ``k8s.io/kubernetes/pkg/apis/<group>/v1/defaults.go`` as
+``zz_generated.defaults.go`` calls them; :func:`apply_defaults` is that step for the kinds the
+embedded server serves. What a registry or an admission plugin adds after decoding is here too,
+named by its source, for the strategy to call at the right moment: a pod's ``qosClass``
+(pod strategy ``PrepareForCreate``), the ``DefaultTolerationSeconds`` and ``Priority``
+admission plugins (:func:`admit_pod`) and a Service's IP families (the service REST storage,
+:func:`default_ip_families`).
+
+Not covered: quantities are kept as sent (kube-apiserver writes them in canonical form:
+``1000m`` becomes ``1``), ``PodLevelResources`` pod-level requests, image volumes, the
+deprecated volume plugins' defaults (iSCSI, RBD, AzureDisk, ScaleIO), ReplicationControllers
+and CronJobs (not served), a Job's generated selector and labels, and NodePort allocation.
+
+The functions change the dicts they are given in place: the caller owns the body. A nested
+dict shared with the stored object (a patch result) only gains what the stored object, itself
+defaulted, already has.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+__all__ = [
+    "DEFAULT_TOLERATION_SECONDS",
+    "admit_pod",
+    "apply_defaults",
+    "default_ip_families",
+    "pod_qos_class",
+]
+
+DEFAULT_TOLERATION_SECONDS: Final = 300
+"""``--default-not-ready-toleration-seconds`` and ``--default-unreachable-toleration-seconds``
+(``plugin/pkg/admission/defaulttolerationseconds``)."""
+
+_NOT_READY = "node.kubernetes.io/not-ready"
+_UNREACHABLE = "node.kubernetes.io/unreachable"
+
+# The system priority classes kube-apiserver creates at start
+# (pkg/apis/scheduling SystemPriorityClasses).
+_SYSTEM_PRIORITIES: Final = {"system-node-critical": 2000001000,
+                             "system-cluster-critical": 2000000000}
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    """The dict items of a list (anything else yields nothing: field validation answers it)."""
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict):
+                yield item
+
+
+def _dict(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]`` as a dict, set to ``{}`` when absent or null (a Go struct or a nil
+    pointer the defaulting allocates)."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def _set(obj: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``key`` when absent, null or the Go zero value ``""``."""
+    if obj.get(key) in (None, ""):
+        obj[key] = value
+
+
+# -- containers ----------------------------------------------------------------------------------
+
+
+def _image_tag(image: str) -> str:
+    """The tag ``parsers.ParseImageName`` finds (``latest`` when none and no digest)."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        return last.rsplit(":", 1)[1]
+    return "" if digest else "latest"
+
+
+def _probe(probe: Any) -> None:
+    """``SetDefaults_Probe``, ``SetDefaults_HTTPGetAction`` and the gRPC ``service``."""
+    if not isinstance(probe, dict):
+        return
+    for key, value in (("timeoutSeconds", 1), ("periodSeconds", 10),
+                       ("successThreshold", 1), ("failureThreshold", 3)):
+        if not probe.get(key):
+            probe[key] = value
+    http_get = probe.get("httpGet")
+    if isinstance(http_get, dict):
+        _set(http_get, "path", "/")
+        _set(http_get, "scheme", "HTTP")
+    grpc = probe.get("grpc")
+    if isinstance(grpc, dict) and grpc.get("service") is None:
+        grpc["service"] = ""
+
+
+def _container(container: dict[str, Any], host_network: bool) -> None:
+    """``SetDefaults_Container`` and the generated defaults of its ports, env and probes."""
+    if not container.get("imagePullPolicy"):
+        image = container.get("image")
+        tag = _image_tag(image) if isinstance(image, str) else ""
+        container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
+    _set(container, "terminationMessagePath", "/dev/termination-log")
+    _set(container, "terminationMessagePolicy", "File")
+    for port in _dicts(container.get("ports")):
+        _set(port, "protocol", "TCP")
+        if host_network and not port.get("hostPort"):  # defaultHostNetworkPorts
+            port["hostPort"] = port.get("containerPort", 0)
+    for env in _dicts(container.get("env")):
+        source = env.get("valueFrom")
+        if isinstance(source, dict):
+            field_ref = source.get("fieldRef")
+            if isinstance(field_ref, dict):
+                _set(field_ref, "apiVersion", "v1")
+            file_ref = source.get("fileKeyRef")
+            if isinstance(file_ref, dict) and file_ref.get("optional") is None:
+                file_ref["optional"] = False
+    _dict(container, "resources")  # a struct: always written
+    for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _probe(container.get(key))
+
+
+def _volume(volume: dict[str, Any]) -> None:
+    """``SetDefaults_Volume`` (no source: an ``emptyDir``) and the sources' default modes."""
+    if not any(v is not None for k, v in volume.items() if k != "name"):
+        volume["emptyDir"] = {}
+    for key in ("secret", "configMap", "downwardAPI", "projected"):
+        source = volume.get(key)
+        if isinstance(source, dict) and source.get("defaultMode") is None:
+            source["defaultMode"] = 420  # 0644: the *VolumeSourceDefaultMode constants
+    host_path = volume.get("hostPath")
+    if isinstance(host_path, dict) and host_path.get("type") is None:
+        host_path["type"] = ""  # HostPathUnset
+    field_refs = [item.get("fieldRef") for item in _dicts(
+        (volume.get("downwardAPI") or {}).get("items"))]
+    projected = volume.get("projected")
+    if isinstance(projected, dict):
+        for source in _dicts(projected.get("sources")):
+            downward = source.get("downwardAPI")
+            if isinstance(downward, dict):
+                field_refs.extend(item.get("fieldRef") for item in _dicts(downward.get("items")))
+            token = source.get("serviceAccountToken")
+            if isinstance(token, dict) and token.get("expirationSeconds") is None:
+                token["expirationSeconds"] = 3600
+    for ref in field_refs:
+        if isinstance(ref, dict):
+            _set(ref, "apiVersion", "v1")
+    ephemeral = volume.get("ephemeral")
+    template = ephemeral.get("volumeClaimTemplate") if isinstance(ephemeral, dict) else None
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        _set(template["spec"], "volumeMode", "Filesystem")
+
+
+def _pod_spec(spec: dict[str, Any]) -> None:
+    """``SetDefaults_PodSpec`` and the generated defaults of its volumes and containers
+    (what a pod and every pod template get)."""
+    _set(spec, "dnsPolicy", "ClusterFirst")
+    _set(spec, "restartPolicy", "Always")
+    if spec.get("securityContext") is None:
+        spec["securityContext"] = {}
+    if spec.get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = 30
+    _set(spec, "schedulerName", "default-scheduler")
+    host_network = spec.get("hostNetwork") is True
+    for volume in _dicts(spec.get("volumes")):
+        _volume(volume)
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in _dicts(spec.get(key)):
+            _container(container, host_network and key != "ephemeralContainers")
+
+
+def _template(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        _pod_spec(template["spec"])
+
+
+# -- kinds ---------------------------------------------------------------------------------------
+
+
+def _pod(obj: dict[str, Any]) -> None:
+    """``SetObjectDefaults_Pod``: ``SetDefaults_Pod`` (a container's limits are its requests
+    when it names none; ``enableServiceLinks``) and ``SetDefaults_PodSpec``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    for container in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
+        resources = container.get("resources")
+        limits = resources.get("limits") if isinstance(resources, dict) else None
+        if isinstance(limits, dict) and isinstance(resources, dict):
+            requests = resources.get("requests")
+            if not isinstance(requests, dict):
+                requests = resources["requests"] = {}
+            for key, value in limits.items():
+                requests.setdefault(key, value)
+    if spec.get("enableServiceLinks") is None:
+        spec["enableServiceLinks"] = True
+    _pod_spec(spec)
+
+
+def _service(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Service``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    _set(spec, "sessionAffinity", "None")
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = spec.get("sessionAffinityConfig")
+        client_ip = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+    _set(spec, "type", "ClusterIP")
+    for port in _dicts(spec.get("ports")):
+        _set(port, "protocol", "TCP")
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port", 0)
+    kind = spec["type"]
+    if (kind in ("NodePort", "LoadBalancer") or spec.get("externalIPs")) and \
+            not spec.get("externalTrafficPolicy"):  # service.ExternallyAccessible
+        spec["externalTrafficPolicy"] = "Cluster"
+    if spec.get("internalTrafficPolicy") is None and kind in ("NodePort", "LoadBalancer",
+                                                              "ClusterIP"):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+
+
+def default_ip_families(spec: dict[str, Any]) -> None:
+    """The service REST storage's ``initIPFamilyFields`` on an IPv4 single-stack cluster:
+    ``ipFamilyPolicy`` ``SingleStack`` and ``ipFamilies`` ``[IPv4]``, except a headless
+    Service without a selector, which gets ``RequireDualStack`` and both families; an
+    ``ExternalName`` Service gets neither."""
+    if spec.get("type") == "ExternalName":
+        return
+    dual = spec.get("clusterIP") == "None" and not spec.get("selector")
+    _set(spec, "ipFamilyPolicy", "RequireDualStack" if dual else "SingleStack")
+    if not spec.get("ipFamilies"):
+        spec["ipFamilies"] = ["IPv4", "IPv6"] if dual else ["IPv4"]
+
+
+def _deployment(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Deployment``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    strategy = _dict(spec, "strategy")
+    _set(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _dict(strategy, "rollingUpdate")
+        for key in ("maxUnavailable", "maxSurge"):
+            if rolling.get(key) is None:
+                rolling[key] = "25%"
+    for key, value in (("revisionHistoryLimit", 10), ("progressDeadlineSeconds", 600)):
+        if spec.get(key) is None:
+            spec[key] = value
+    _template(obj)
+
+
+def _replica_set(obj: dict[str, Any]) -> None:
+    """``SetDefaults_ReplicaSet``."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and spec.get("replicas") is None:
+        spec["replicas"] = 1
+    _template(obj)
+
+
+def _stateful_set(obj: dict[str, Any]) -> None:
+    """``SetDefaults_StatefulSet`` (``MaxUnavailableStatefulSet`` off, its v1.36 default);
+    ``serviceName`` is written even when empty."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    _set(spec, "podManagementPolicy", "OrderedReady")
+    update = _dict(spec, "updateStrategy")
+    if not update.get("type"):
+        update["type"] = "RollingUpdate"
+        _dict(update, "rollingUpdate")
+    rolling = update.get("rollingUpdate")
+    if update["type"] == "RollingUpdate" and isinstance(rolling, dict) and \
+            rolling.get("partition") is None:
+        rolling["partition"] = 0
+    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    _set(retention, "whenDeleted", "Retain")
+    _set(retention, "whenScaled", "Retain")
+    for key, value in (("replicas", 1), ("revisionHistoryLimit", 10)):
+        if spec.get(key) is None:
+            spec[key] = value
+    if spec.get("serviceName") is None:
+        spec["serviceName"] = ""
+    for claim in _dicts(spec.get("volumeClaimTemplates")):
+        claim_spec = claim.get("spec")
+        if isinstance(claim_spec, dict):
+            _set(claim_spec, "volumeMode", "Filesystem")
+        _set(_dict(claim, "status"), "phase", "Pending")
+    _template(obj)
+
+
+def _daemon_set(obj: dict[str, Any]) -> None:
+    """``SetDefaults_DaemonSet``."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    update = _dict(spec, "updateStrategy")
+    _set(update, "type", "RollingUpdate")
+    if update["type"] == "RollingUpdate":
+        rolling = _dict(update, "rollingUpdate")
+        for key, value in (("maxUnavailable", 1), ("maxSurge", 0)):
+            if rolling.get(key) is None:
+                rolling[key] = value
+    if spec.get("revisionHistoryLimit") is None:
+        spec["revisionHistoryLimit"] = 10
+    _template(obj)
+
+
+def _job(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Job`` (``JobPodReplacementPolicy`` on, its v1.36 default) and the
+    template's pod spec defaults."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6
+    template = spec.get("template")
+    labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
+    meta = obj.get("metadata")
+    if isinstance(labels, dict) and isinstance(meta, dict) and not meta.get("labels"):
+        meta["labels"] = dict(labels)
+    for key, value in (("completionMode", "NonIndexed"), ("suspend", False)):
+        if spec.get(key) is None:
+            spec[key] = value
+    if spec.get("podReplacementPolicy") is None:
+        spec["podReplacementPolicy"] = ("Failed" if spec.get("podFailurePolicy") is not None
+                                        else "TerminatingOrFailed")
+    if spec.get("manualSelector") is None:
+        spec["manualSelector"] = False
+    _template(obj)
+
+
+def _secret(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Secret``; and ``Convert_v1_Secret_To_core_Secret``: ``stringData`` is
+    written into ``data`` (base64, overwriting a key of the same name) and not kept."""
+    _set(obj, "type", "Opaque")
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.get("data")
+        data = dict(data) if isinstance(data, dict) else {}
+        for key, value in string_data.items():
+            if isinstance(value, str):
+                data[key] = base64.b64encode(value.encode()).decode()
+        obj["data"] = data
+
+
+def _pvc(obj: dict[str, Any]) -> None:
+    """``SetDefaults_PersistentVolumeClaimSpec``."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _set(spec, "volumeMode", "Filesystem")
+
+
+def _pv(obj: dict[str, Any]) -> None:
+    """``SetDefaults_PersistentVolume`` (the ``Pending`` phase is the strategy's)."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        _set(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _set(spec, "volumeMode", "Filesystem")
+        host_path = spec.get("hostPath")
+        if isinstance(host_path, dict) and host_path.get("type") is None:
+            host_path["type"] = ""
+
+
+def _endpoint_slice(obj: dict[str, Any]) -> None:
+    """``SetDefaults_EndpointPort`` (``name`` ``""``, ``protocol`` ``TCP``) and each
+    endpoint's ``conditions`` struct."""
+    for port in _dicts(obj.get("ports")):
+        if port.get("name") is None:
+            port["name"] = ""
+        if port.get("protocol") is None:
+            port["protocol"] = "TCP"
+    for endpoint in _dicts(obj.get("endpoints")):
+        _dict(endpoint, "conditions")
+
+
+def _event(obj: dict[str, Any]) -> None:
+    """The core/v1 Event fields the encoding always writes (no ``omitempty``)."""
+    for key in ("eventTime", "firstTimestamp", "lastTimestamp"):
+        obj.setdefault(key, None)
+    for key in ("reportingComponent", "reportingInstance"):
+        obj.setdefault(key, "")
+    _dict(obj, "source")
+
+
+def _node(obj: dict[str, Any]) -> None:
+    """``SetDefaults_NodeStatus``: ``allocatable`` is ``capacity`` when unset."""
+    node_status = obj.get("status")
+    if isinstance(node_status, dict) and node_status.get("allocatable") is None and \
+            isinstance(node_status.get("capacity"), dict):
+        node_status["allocatable"] = dict(node_status["capacity"])
+
+
+_DEFAULTERS: Final[dict[tuple[str, str], Callable[[dict[str, Any]], None]]] = {
+    ("", "pods"): _pod,
+    ("", "services"): _service,
+    ("", "secrets"): _secret,
+    ("", "persistentvolumeclaims"): _pvc,
+    ("", "persistentvolumes"): _pv,
+    ("", "events"): _event,
+    ("", "nodes"): _node,
+    ("apps", "deployments"): _deployment,
+    ("apps", "replicasets"): _replica_set,
+    ("apps", "statefulsets"): _stateful_set,
+    ("apps", "daemonsets"): _daemon_set,
+    ("batch", "jobs"): _job,
+    ("discovery.k8s.io", "endpointslices"): _endpoint_slice,
+}
+
+
+def apply_defaults(group: str, plural: str, obj: dict[str, Any]) -> None:
+    """Default a decoded v1 body of the built-in ``group``/``plural`` in place (nothing for
+    other kinds). Namespaces and Endpoints are defaulted by
+    :mod:`informers.testing.kind_rules`."""
+    defaulter = _DEFAULTERS.get((group, plural))
+    if defaulter is not None:
+        defaulter(obj)
+
+
+# -- admission and the pod strategy --------------------------------------------------------------
+
+
+def admit_pod(pod: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The mutating admission plugins of the session's kube-apiserver that change pods:
+    ``DefaultTolerationSeconds`` (create and update: a ``NoExecute`` toleration of 300 s for
+    ``node.kubernetes.io/not-ready`` and ``unreachable`` unless one already tolerates it) and
+    ``Priority`` (create: ``priority`` from ``priorityClassName``, 0 and
+    ``PreemptLowerPriority`` without one, as no default PriorityClass exists; update: the old
+    values when the new pod has none). A ``priorityClassName`` other than the two system
+    classes is left alone (kube-apiserver looks it up)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    tolerations = spec.get("tolerations")
+    tolerations = list(tolerations) if isinstance(tolerations, list) else []
+    for key in (_NOT_READY, _UNREACHABLE):
+        if not any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
+                   for t in _dicts(tolerations)):
+            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
+                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
+    spec["tolerations"] = tolerations
+    if old is not None:
+        old_spec = old.get("spec")
+        if isinstance(old_spec, dict):
+            for key in ("priority", "preemptionPolicy"):
+                if spec.get(key) is None and old_spec.get(key) is not None:
+                    spec[key] = old_spec[key]
+        return
+    name = spec.get("priorityClassName") or ""
+    if not name:
+        spec.pop("priorityClassName", None)
+        if spec.get("priority") is None:
+            spec["priority"] = 0
+        _set(spec, "preemptionPolicy", "PreemptLowerPriority")
+    elif name in _SYSTEM_PRIORITIES:
+        if spec.get("priority") is None:
+            spec["priority"] = _SYSTEM_PRIORITIES[name]
+        _set(spec, "preemptionPolicy", "PreemptLowerPriority")
+
+
+_SUFFIXES: Final = {
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
+    "P": Decimal("1e15"), "E": Decimal("1e18"),
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
+
+
+def _quantity(value: Any) -> Decimal:
+    """A ``resource.Quantity`` as a number (0 for what does not parse: validation's job)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        return Decimal(0)
+    text = value.strip()
+    for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P",
+                   "E"):
+        if text.endswith(suffix) and suffix:
+            try:
+                return Decimal(text[:-len(suffix)]) * _SUFFIXES[suffix]
+            except InvalidOperation:
+                return Decimal(0)
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return Decimal(0)
+
+
+def _resources(containers: Iterable[dict[str, Any]], key: str) -> Iterator[dict[str, Any]]:
+    for container in containers:
+        resources = container.get("resources")
+        part = resources.get(key) if isinstance(resources, dict) else None
+        yield part if isinstance(part, dict) else {}
+
+
+def pod_qos_class(pod: dict[str, Any]) -> str:
+    """``qos.ComputePodQOS`` from the containers' resources (``cpu``, ``memory`` and
+    ``hugepages-*`` are QoS resources; init containers count): ``BestEffort`` without
+    requests or limits, ``Guaranteed`` when every container limits cpu and memory and the
+    summed requests equal the summed limits, else ``Burstable``."""
+    spec = pod.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    containers = [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]
+
+    def qos(name: str) -> bool:
+        return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+    for req, lim in zip(_resources(containers, "requests"), _resources(containers, "limits"),
+                        strict=True):
+        for name, value in req.items():
+            amount = _quantity(value)
+            if qos(name) and amount > 0:
+                requests[name] = requests.get(name, Decimal(0)) + amount
+        found = set()
+        for name, value in lim.items():
+            amount = _quantity(value)
+            if qos(name) and amount > 0:
+                found.add(name)
+                limits[name] = limits.get(name, Decimal(0)) + amount
+        if not {"cpu", "memory"} <= found:
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and all(limits.get(n) == v for n, v in requests.items()) and \
+            len(requests) == len(limits):
+        return "Guaranteed"
+    return "Burstable"
