@@ -174,11 +174,27 @@ def _pod_spec(spec: dict[str, Any]) -> None:
             _container(container, host_network and key != "ephemeralContainers")
 
 
+def _spec(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """``obj["spec"]``, set to ``{}`` when absent or null (a Go struct: it is always there
+    to default); ``None`` when it is not an object (field validation answers that)."""
+    if obj.get("spec") is None:
+        obj["spec"] = {}
+    spec = obj["spec"]
+    return spec if isinstance(spec, dict) else None
+
+
 def _template(obj: dict[str, Any]) -> None:
+    """The pod spec defaults of ``spec.template.spec`` (structs: created when absent)."""
     spec = obj.get("spec")
-    template = spec.get("template") if isinstance(spec, dict) else None
-    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-        _pod_spec(template["spec"])
+    if not isinstance(spec, dict):
+        return
+    if spec.get("template") is None:
+        spec["template"] = {}
+    template = spec["template"]
+    if isinstance(template, dict):
+        template_spec = _spec(template)
+        if template_spec is not None:
+            _pod_spec(template_spec)
 
 
 # -- kinds ---------------------------------------------------------------------------------------
@@ -187,8 +203,8 @@ def _template(obj: dict[str, Any]) -> None:
 def _pod(obj: dict[str, Any]) -> None:
     """``SetObjectDefaults_Pod``: ``SetDefaults_Pod`` (a container's limits are its requests
     when it names none; ``enableServiceLinks``) and ``SetDefaults_PodSpec``."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
+    spec = _spec(obj)
+    if spec is None:
         return
     for container in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
         resources = container.get("resources")
@@ -206,8 +222,8 @@ def _pod(obj: dict[str, Any]) -> None:
 
 def _service(obj: dict[str, Any]) -> None:
     """``SetDefaults_Service``."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
+    spec = _spec(obj)
+    if spec is None:
         return
     _set(spec, "sessionAffinity", "None")
     if spec["sessionAffinity"] == "None":
@@ -248,8 +264,8 @@ def default_ip_families(spec: dict[str, Any]) -> None:
 
 def _deployment(obj: dict[str, Any]) -> None:
     """``SetDefaults_Deployment``."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
+    spec = _spec(obj)
+    if spec is None:
         return
     if spec.get("replicas") is None:
         spec["replicas"] = 1
@@ -268,8 +284,8 @@ def _deployment(obj: dict[str, Any]) -> None:
 
 def _replica_set(obj: dict[str, Any]) -> None:
     """``SetDefaults_ReplicaSet``."""
-    spec = obj.get("spec")
-    if isinstance(spec, dict) and spec.get("replicas") is None:
+    spec = _spec(obj)
+    if spec is not None and spec.get("replicas") is None:
         spec["replicas"] = 1
     _template(obj)
 
@@ -277,8 +293,8 @@ def _replica_set(obj: dict[str, Any]) -> None:
 def _stateful_set(obj: dict[str, Any]) -> None:
     """``SetDefaults_StatefulSet`` (``MaxUnavailableStatefulSet`` off, its v1.36 default);
     ``serviceName`` is written even when empty."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
+    spec = _spec(obj)
+    if spec is None:
         return
     _set(spec, "podManagementPolicy", "OrderedReady")
     update = _dict(spec, "updateStrategy")
@@ -307,8 +323,8 @@ def _stateful_set(obj: dict[str, Any]) -> None:
 
 def _daemon_set(obj: dict[str, Any]) -> None:
     """``SetDefaults_DaemonSet``."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
+    spec = _spec(obj)
+    if spec is None:
         return
     update = _dict(spec, "updateStrategy")
     _set(update, "type", "RollingUpdate")
@@ -325,8 +341,8 @@ def _daemon_set(obj: dict[str, Any]) -> None:
 def _job(obj: dict[str, Any]) -> None:
     """``SetDefaults_Job`` (``JobPodReplacementPolicy`` on, its v1.36 default) and the
     template's pod spec defaults."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
+    spec = _spec(obj)
+    if spec is None:
         return
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1

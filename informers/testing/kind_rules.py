@@ -88,13 +88,16 @@ def is_namespaces(rt: ResourceType) -> bool:
 # -- names ---------------------------------------------------------------------------------------
 
 
-def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None,
+             *, seeding: bool = False) -> None:
     """The validation of a create (``old`` is ``None``) or an update of ``obj`` (a decoded
     body, after defaulting): on a create the name rule of ``rt`` (``rt.name_rule``: a DNS-1123
     subdomain by default; an update cannot change the name), then for every kind the labels
     and annotations (on an update four times over, as kube-apiserver reports them for the
     built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`) or
     the other built-in kinds' content (:mod:`informers.testing.kind_validation`).
+    ``seeding`` (an update by the ``ApiServer`` seeding helpers) lets a pod's spec change,
+    so a test can bind a pod to a node as the scheduler's ``pods/binding`` would.
 
     Raises:
         StatusError: 422 Invalid, with a cause per error, in upstream's order.
@@ -114,7 +117,7 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None =
     if is_endpoints(rt):
         causes.extend(endpoints_errors(obj, old))
     elif rt.builtin:
-        causes.extend(kind_errors(rt.group, rt.plural, obj, old))
+        causes.extend(kind_errors(rt.group, rt.plural, obj, old, seeding=seeding))
     if causes:
         raise status.invalid(rt.kind, rt.group, name, causes)
 

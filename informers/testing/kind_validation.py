@@ -260,6 +260,10 @@ def _pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
     return pod_update_errors(obj, old)
 
 
+def _seeded_pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
+    return pod_spec_errors(obj.get("spec"))
+
+
 _VALIDATORS: Final[dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None],
                                                    list[Cause]]]] = {
     ("", "pods"): _pod,
@@ -274,8 +278,11 @@ _VALIDATORS: Final[dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any
 
 
 def kind_errors(group: str, plural: str, obj: dict[str, Any],
-                old: dict[str, Any] | None = None) -> list[Cause]:
+                old: dict[str, Any] | None = None, *, seeding: bool = False) -> list[Cause]:
     """The content errors of a create (``old`` is ``None``) or an update of the built-in
-    ``group``/``plural`` (none for other kinds)."""
+    ``group``/``plural`` (none for other kinds). ``seeding``: a pod's spec may change (the
+    seeding helpers' update; its new spec is still validated)."""
+    if seeding and (group, plural) == ("", "pods"):
+        return _seeded_pod(obj, old)
     validator = _VALIDATORS.get((group, plural))
     return [] if validator is None else validator(obj, old)

@@ -448,7 +448,7 @@ class Strategy:
                         "FieldValueForbidden", "metadata.finalizers",
                         "Forbidden: no new finalizers can be added if the object is being "
                         f"deleted, found new finalizers []string{{{rendered}}}")])
-            validate(rt, new, old)
+            validate(rt, new, old, seeding=subresource == "*")
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
         if _strip_rv(new) == _strip_rv(old):
