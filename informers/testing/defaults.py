@@ -31,6 +31,7 @@ __all__ = [
     "admit_pod",
     "apply_defaults",
     "default_ip_families",
+    "default_list_keys",
     "pod_qos_class",
 ]
 
@@ -451,6 +452,32 @@ def apply_defaults(group: str, plural: str, obj: dict[str, Any]) -> None:
     defaulter = _DEFAULTERS.get((group, plural))
     if defaulter is not None:
         defaulter(obj)
+
+
+def default_list_keys(group: str, plural: str, config: dict[str, Any]) -> None:
+    """Give the items of the lists keyed by ``protocol`` (a Service's ports, keyed by
+    ``port`` and ``protocol``; a container's, by ``containerPort`` and ``protocol``) their
+    default ``TCP`` when an apply configuration leaves it out: structured-merge-diff keys
+    such items by the schema's default, so ``{port: 80}`` is the item ``{port: 80, protocol:
+    TCP}`` the server defaulted, not a new one."""
+    if (group, plural) == ("", "services"):
+        spec = config.get("spec")
+        ports = spec.get("ports") if isinstance(spec, dict) else None
+        for port in _dicts(ports):
+            port.setdefault("protocol", "TCP")
+        return
+    spec = config.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if plural != "pods":
+        template = spec.get("template")
+        spec = template.get("spec") if isinstance(template, dict) else None
+        if not isinstance(spec, dict):
+            return
+    for key in ("initContainers", "containers"):
+        for container in _dicts(spec.get(key)):
+            for port in _dicts(container.get("ports")):
+                port.setdefault("protocol", "TCP")
 
 
 # -- admission and the pod strategy --------------------------------------------------------------

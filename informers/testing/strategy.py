@@ -27,6 +27,7 @@ from informers.testing.defaults import (
     admit_pod,
     apply_defaults,
     default_ip_families,
+    default_list_keys,
     pod_qos_class,
 )
 from informers.testing.errors import PatchError
@@ -354,6 +355,9 @@ class Strategy:
             live = None
             if current is not None:
                 live = {"kind": rt.kind, "apiVersion": rt.api_version, **current.decode()}
+            if rt.builtin:
+                config = copy.deepcopy(config)
+                default_list_keys(rt.group, rt.plural, config)
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,
