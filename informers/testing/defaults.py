@@ -75,7 +75,10 @@ def _set(obj: dict[str, Any], key: str, value: Any) -> None:
 
 
 def _image_tag(image: str) -> str:
-    """The tag ``parsers.ParseImageName`` finds (``latest`` when none and no digest)."""
+    """The tag ``parsers.ParseImageName`` finds (``latest`` when none and no digest; none
+    for an empty reference, which it cannot parse)."""
+    if not image:
+        return ""
     name, _, digest = image.partition("@")
     last = name.rsplit("/", 1)[-1]
     if ":" in last:
