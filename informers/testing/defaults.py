@@ -129,35 +129,63 @@ def _container(container: dict[str, Any], host_network: bool) -> None:
         _probe(container.get(key))
 
 
-def _volume(volume: dict[str, Any]) -> None:
-    """``SetDefaults_Volume`` (no source: an ``emptyDir``) and the sources' default modes."""
-    if not any(v is not None for k, v in volume.items() if k != "name"):
-        volume["emptyDir"] = {}
-    for key in ("secret", "configMap", "downwardAPI", "projected"):
-        source = volume.get(key)
-        if isinstance(source, dict) and source.get("defaultMode") is None:
-            source["defaultMode"] = 420  # 0644: the *VolumeSourceDefaultMode constants
-    host_path = volume.get("hostPath")
-    if isinstance(host_path, dict) and host_path.get("type") is None:
-        host_path["type"] = ""  # HostPathUnset
-    field_refs = [item.get("fieldRef") for item in _dicts(
-        (volume.get("downwardAPI") or {}).get("items"))]
-    projected = volume.get("projected")
-    if isinstance(projected, dict):
-        for source in _dicts(projected.get("sources")):
-            downward = source.get("downwardAPI")
-            if isinstance(downward, dict):
-                field_refs.extend(item.get("fieldRef") for item in _dicts(downward.get("items")))
-            token = source.get("serviceAccountToken")
-            if isinstance(token, dict) and token.get("expirationSeconds") is None:
-                token["expirationSeconds"] = 3600
-    for ref in field_refs:
+def _field_refs(items: Any) -> None:
+    for item in _dicts(items):
+        ref = item.get("fieldRef")
         if isinstance(ref, dict):
             _set(ref, "apiVersion", "v1")
-    ephemeral = volume.get("ephemeral")
-    template = ephemeral.get("volumeClaimTemplate") if isinstance(ephemeral, dict) else None
+
+
+def _mode(source: dict[str, Any]) -> None:
+    if source.get("defaultMode") is None:
+        source["defaultMode"] = 420  # 0644: the *VolumeSourceDefaultMode constants
+
+
+def _downward_api(source: dict[str, Any]) -> None:
+    _mode(source)
+    _field_refs(source.get("items"))
+
+
+def _projected(source: dict[str, Any]) -> None:
+    _mode(source)
+    for item in _dicts(source.get("sources")):
+        downward = item.get("downwardAPI")
+        if isinstance(downward, dict):
+            _field_refs(downward.get("items"))
+        token = item.get("serviceAccountToken")
+        if isinstance(token, dict) and token.get("expirationSeconds") is None:
+            token["expirationSeconds"] = 3600
+
+
+def _host_path(source: dict[str, Any]) -> None:
+    if source.get("type") is None:
+        source["type"] = ""  # HostPathUnset
+
+
+def _ephemeral(source: dict[str, Any]) -> None:
+    template = source.get("volumeClaimTemplate")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         _set(template["spec"], "volumeMode", "Filesystem")
+
+
+_VOLUME_SOURCES: Final[dict[str, Callable[[dict[str, Any]], None]]] = {
+    "secret": _mode, "configMap": _mode, "downwardAPI": _downward_api,
+    "projected": _projected, "hostPath": _host_path, "ephemeral": _ephemeral,
+}
+
+
+def _volume(volume: dict[str, Any]) -> None:
+    """``SetDefaults_Volume`` (no source: an ``emptyDir``) and the generated defaults of the
+    sources: default modes, ``hostPath`` type, downward API field references, token
+    expiry, ephemeral claim volume mode."""
+    sources = [k for k, v in volume.items() if k != "name" and v is not None]
+    if not sources:
+        volume["emptyDir"] = {}
+    for key in sources:
+        default = _VOLUME_SOURCES.get(key)
+        source = volume[key]
+        if default is not None and isinstance(source, dict):
+            default(source)
 
 
 def _pod_spec(spec: dict[str, Any]) -> None:
