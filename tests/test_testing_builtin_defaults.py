@@ -246,10 +246,24 @@ def test_set_defaults_replica_set_stateful_set_and_daemon_set(any_api_server):
         "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain",
                                                  "whenScaled": "Retain"}}
     ds = call(s, "POST", apps(s, "daemonsets"), obj("ds", spec=base))
+    assert ds["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "1"}
     assert ds["spec"] == {
         **base, "template": DEFAULTED_TEMPLATE, "revisionHistoryLimit": 10,
         "updateStrategy": {"type": "RollingUpdate",
                            "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}}
+
+
+def test_a_daemon_set_template_change_moves_its_template_generation(any_api_server):
+    s = any_api_server
+    call(s, "POST", apps(s, "daemonsets"), obj("ds", spec={
+        "selector": {"matchLabels": LABELS}, "template": TEMPLATE}))
+    key = "deprecated.daemonset.template.generation"
+    kept = call(s, "PATCH", apps(s, "daemonsets", "ds"),
+                {"metadata": {"annotations": {key: "7", "a": "b"}}}, MERGE)
+    assert kept["metadata"]["annotations"] == {key: "1", "a": "b"}
+    moved = call(s, "PATCH", apps(s, "daemonsets", "ds"), {"spec": {"template": {
+        "metadata": {"labels": {**LABELS, "v": "2"}}}}}, MERGE)
+    assert moved["metadata"]["annotations"] == {key: "2", "a": "b"}
 
 
 def test_set_defaults_job(any_api_server):

@@ -30,9 +30,11 @@ __all__ = [
     "IMMORTAL_NAMESPACES",
     "KUBERNETES_FINALIZER",
     "NAME_LABEL",
+    "TEMPLATE_GENERATION",
     "TERMINATING",
     "allocate_cluster_ip",
     "default_endpoints",
+    "is_daemon_sets",
     "is_endpoints",
     "is_namespaces",
     "is_pods",
@@ -45,6 +47,7 @@ __all__ = [
     "prepare_namespace_update",
     "round_trip_pod_ips",
     "spec_finalizers",
+    "template_generation",
     "validate",
 ]
 
@@ -281,6 +284,40 @@ def round_trip_pod_ips(pod: dict[str, Any]) -> None:
                                              or pod_ips is not status_part.get("podIPs")):
         rest = {k: v for k, v in status_part.items() if k not in ("podIP", "podIPs")}
         pod["status"] = {**rest, "podIP": first, "podIPs": pod_ips}
+
+
+# -- daemon sets ---------------------------------------------------------------------------------
+
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""The annotation the apps/v1 encoding writes a DaemonSet's internal ``templateGeneration``
+to (``pkg/apis/apps/v1/conversion.go``)."""
+
+
+def _generation_of(obj: dict[str, Any] | None) -> int:
+    annotations = (obj or {}).get("metadata", {}).get("annotations") or {}
+    try:
+        return int(annotations.get(TEMPLATE_GENERATION, "0"))
+    except (TypeError, ValueError):
+        return 0
+
+
+def template_generation(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """DaemonSet strategy ``PrepareForCreate`` (``templateGeneration`` at least 1) and
+    ``PrepareForUpdate`` (the old one, plus one when ``spec.template`` changed), written to
+    the :data:`TEMPLATE_GENERATION` annotation. Replaces (never mutates) the annotations."""
+    if old is None:
+        generation = max(_generation_of(obj), 1)
+    else:
+        generation = _generation_of(old)
+        if (obj.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            generation += 1
+    meta = obj["metadata"]
+    meta["annotations"] = {**(meta.get("annotations") or {}), TEMPLATE_GENERATION: str(generation)}
+
+
+def is_daemon_sets(rt: ResourceType) -> bool:
+    """``rt`` is the apps ``daemonsets`` resource."""
+    return rt.plural == "daemonsets" and rt.group == "apps"
 
 
 # -- namespaces ----------------------------------------------------------------------------------

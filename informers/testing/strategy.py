@@ -37,6 +37,7 @@ from informers.testing.kind_rules import (
     TERMINATING,
     allocate_cluster_ip,
     default_endpoints,
+    is_daemon_sets,
     is_endpoints,
     is_namespaces,
     is_pods,
@@ -49,6 +50,7 @@ from informers.testing.kind_rules import (
     prepare_namespace_update,
     round_trip_pod_ips,
     spec_finalizers,
+    template_generation,
     validate,
 )
 from informers.testing.merge_schema import MergeSchemas
@@ -238,6 +240,8 @@ class Strategy:
                 self.custom.prepare(rt, obj, None, "", seeding)
             if is_pods(rt):
                 admit_pod(obj, None)
+            elif is_daemon_sets(rt):
+                template_generation(obj, None)
             validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
@@ -440,6 +444,8 @@ class Strategy:
             if is_pods(rt):
                 admit_pod(new, old)
                 _keep_qos_class(new, old)
+            elif is_daemon_sets(rt):
+                template_generation(new, old)
             keep_status = not rt.builtin and not rt.has_status
             if rt.has_generation and _spec_part(new, keep_status) != _spec_part(old, keep_status):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
