@@ -4,10 +4,10 @@ kube-apiserver defaults every object it decodes (create, update and patch bodies
 the ``SetDefaults_*`` functions of ``k8s.io/kubernetes/pkg/apis/<group>/v1/defaults.go`` as
 ``zz_generated.defaults.go`` calls them; :func:`apply_defaults` is that step for the kinds the
 embedded server serves. What a registry or an admission plugin adds after decoding is here too,
-named by its source, for the strategy to call at the right moment: a pod's ``qosClass``
-(pod strategy ``PrepareForCreate``), the ``DefaultTolerationSeconds`` and ``Priority``
-admission plugins (:func:`admit_pod`) and a Service's IP families (the service REST storage,
-:func:`default_ip_families`).
+named by its source, for the strategy to call at the right moment: a Service's IP families
+(the service REST storage, :func:`default_ip_families`) and the keys of apply
+configurations (:func:`default_list_keys`); a pod's admission defaults and QoS class are
+:mod:`informers.testing.pod_admission`'s.
 
 Not covered: quantities are kept as sent (kube-apiserver writes them in canonical form:
 ``1000m`` becomes ``1``), ``PodLevelResources`` pod-level requests, image volumes, the
@@ -22,33 +22,12 @@ defaulted, already has.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Iterator
-from decimal import Decimal, InvalidOperation
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-__all__ = [
-    "DEFAULT_TOLERATION_SECONDS",
-    "admit_pod",
-    "apply_defaults",
-    "default_ip_families",
-    "default_list_keys",
-    "pod_qos_class",
-]
+__all__ = ["apply_defaults", "default_ip_families", "default_list_keys", "dicts", "set_default"]
 
-DEFAULT_TOLERATION_SECONDS: Final = 300
-"""``--default-not-ready-toleration-seconds`` and ``--default-unreachable-toleration-seconds``
-(``plugin/pkg/admission/defaulttolerationseconds``)."""
-
-_NOT_READY = "node.kubernetes.io/not-ready"
-_UNREACHABLE = "node.kubernetes.io/unreachable"
-
-# The system priority classes kube-apiserver creates at start
-# (pkg/apis/scheduling SystemPriorityClasses).
-_SYSTEM_PRIORITIES: Final = {"system-node-critical": 2000001000,
-                             "system-cluster-critical": 2000000000}
-
-
-def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+def dicts(value: Any) -> Iterator[dict[str, Any]]:
     """The dict items of a list (anything else yields nothing: field validation answers it)."""
     if isinstance(value, list):
         for item in value:
@@ -65,7 +44,7 @@ def _dict(parent: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
-def _set(obj: dict[str, Any], key: str, value: Any) -> None:
+def set_default(obj: dict[str, Any], key: str, value: Any) -> None:
     """Set ``key`` when absent, null or the Go zero value ``""``."""
     if obj.get(key) in (None, ""):
         obj[key] = value
@@ -96,8 +75,8 @@ def _probe(probe: Any) -> None:
             probe[key] = value
     http_get = probe.get("httpGet")
     if isinstance(http_get, dict):
-        _set(http_get, "path", "/")
-        _set(http_get, "scheme", "HTTP")
+        set_default(http_get, "path", "/")
+        set_default(http_get, "scheme", "HTTP")
     grpc = probe.get("grpc")
     if isinstance(grpc, dict) and grpc.get("service") is None:
         grpc["service"] = ""
@@ -109,18 +88,18 @@ def _container(container: dict[str, Any], host_network: bool) -> None:
         image = container.get("image")
         tag = _image_tag(image) if isinstance(image, str) else ""
         container["imagePullPolicy"] = "Always" if tag == "latest" else "IfNotPresent"
-    _set(container, "terminationMessagePath", "/dev/termination-log")
-    _set(container, "terminationMessagePolicy", "File")
-    for port in _dicts(container.get("ports")):
-        _set(port, "protocol", "TCP")
+    set_default(container, "terminationMessagePath", "/dev/termination-log")
+    set_default(container, "terminationMessagePolicy", "File")
+    for port in dicts(container.get("ports")):
+        set_default(port, "protocol", "TCP")
         if host_network and not port.get("hostPort"):  # defaultHostNetworkPorts
             port["hostPort"] = port.get("containerPort", 0)
-    for env in _dicts(container.get("env")):
+    for env in dicts(container.get("env")):
         source = env.get("valueFrom")
         if isinstance(source, dict):
             field_ref = source.get("fieldRef")
             if isinstance(field_ref, dict):
-                _set(field_ref, "apiVersion", "v1")
+                set_default(field_ref, "apiVersion", "v1")
             file_ref = source.get("fileKeyRef")
             if isinstance(file_ref, dict) and file_ref.get("optional") is None:
                 file_ref["optional"] = False
@@ -130,10 +109,10 @@ def _container(container: dict[str, Any], host_network: bool) -> None:
 
 
 def _field_refs(items: Any) -> None:
-    for item in _dicts(items):
+    for item in dicts(items):
         ref = item.get("fieldRef")
         if isinstance(ref, dict):
-            _set(ref, "apiVersion", "v1")
+            set_default(ref, "apiVersion", "v1")
 
 
 def _mode(source: dict[str, Any]) -> None:
@@ -148,7 +127,7 @@ def _downward_api(source: dict[str, Any]) -> None:
 
 def _projected(source: dict[str, Any]) -> None:
     _mode(source)
-    for item in _dicts(source.get("sources")):
+    for item in dicts(source.get("sources")):
         downward = item.get("downwardAPI")
         if isinstance(downward, dict):
             _field_refs(downward.get("items"))
@@ -165,7 +144,7 @@ def _host_path(source: dict[str, Any]) -> None:
 def _ephemeral(source: dict[str, Any]) -> None:
     template = source.get("volumeClaimTemplate")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
-        _set(template["spec"], "volumeMode", "Filesystem")
+        set_default(template["spec"], "volumeMode", "Filesystem")
 
 
 _VOLUME_SOURCES: Final[dict[str, Callable[[dict[str, Any]], None]]] = {
@@ -191,18 +170,18 @@ def _volume(volume: dict[str, Any]) -> None:
 def _pod_spec(spec: dict[str, Any]) -> None:
     """``SetDefaults_PodSpec`` and the generated defaults of its volumes and containers
     (what a pod and every pod template get)."""
-    _set(spec, "dnsPolicy", "ClusterFirst")
-    _set(spec, "restartPolicy", "Always")
+    set_default(spec, "dnsPolicy", "ClusterFirst")
+    set_default(spec, "restartPolicy", "Always")
     if spec.get("securityContext") is None:
         spec["securityContext"] = {}
     if spec.get("terminationGracePeriodSeconds") is None:
         spec["terminationGracePeriodSeconds"] = 30
-    _set(spec, "schedulerName", "default-scheduler")
+    set_default(spec, "schedulerName", "default-scheduler")
     host_network = spec.get("hostNetwork") is True
-    for volume in _dicts(spec.get("volumes")):
+    for volume in dicts(spec.get("volumes")):
         _volume(volume)
     for key in ("initContainers", "containers", "ephemeralContainers"):
-        for container in _dicts(spec.get(key)):
+        for container in dicts(spec.get(key)):
             _container(container, host_network and key != "ephemeralContainers")
 
 
@@ -238,7 +217,7 @@ def _pod(obj: dict[str, Any]) -> None:
     spec = _spec(obj)
     if spec is None:
         return
-    for container in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
+    for container in [*dicts(spec.get("containers")), *dicts(spec.get("initContainers"))]:
         resources = container.get("resources")
         limits = resources.get("limits") if isinstance(resources, dict) else None
         if isinstance(limits, dict) and isinstance(resources, dict):
@@ -257,7 +236,7 @@ def _service(obj: dict[str, Any]) -> None:
     spec = _spec(obj)
     if spec is None:
         return
-    _set(spec, "sessionAffinity", "None")
+    set_default(spec, "sessionAffinity", "None")
     if spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)
     elif spec["sessionAffinity"] == "ClientIP":
@@ -265,9 +244,9 @@ def _service(obj: dict[str, Any]) -> None:
         client_ip = config.get("clientIP") if isinstance(config, dict) else None
         if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
             spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
-    _set(spec, "type", "ClusterIP")
-    for port in _dicts(spec.get("ports")):
-        _set(port, "protocol", "TCP")
+    set_default(spec, "type", "ClusterIP")
+    for port in dicts(spec.get("ports")):
+        set_default(port, "protocol", "TCP")
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port", 0)
     kind = spec["type"]
@@ -289,7 +268,7 @@ def default_ip_families(spec: dict[str, Any]) -> None:
     if spec.get("type") == "ExternalName":
         return
     dual = spec.get("clusterIP") == "None" and not spec.get("selector")
-    _set(spec, "ipFamilyPolicy", "RequireDualStack" if dual else "SingleStack")
+    set_default(spec, "ipFamilyPolicy", "RequireDualStack" if dual else "SingleStack")
     if not spec.get("ipFamilies"):
         spec["ipFamilies"] = ["IPv4", "IPv6"] if dual else ["IPv4"]
 
@@ -302,7 +281,7 @@ def _deployment(obj: dict[str, Any]) -> None:
     if spec.get("replicas") is None:
         spec["replicas"] = 1
     strategy = _dict(spec, "strategy")
-    _set(strategy, "type", "RollingUpdate")
+    set_default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
         rolling = _dict(strategy, "rollingUpdate")
         for key in ("maxUnavailable", "maxSurge"):
@@ -328,7 +307,7 @@ def _stateful_set(obj: dict[str, Any]) -> None:
     spec = _spec(obj)
     if spec is None:
         return
-    _set(spec, "podManagementPolicy", "OrderedReady")
+    set_default(spec, "podManagementPolicy", "OrderedReady")
     update = _dict(spec, "updateStrategy")
     if not update.get("type"):
         update["type"] = "RollingUpdate"
@@ -338,18 +317,18 @@ def _stateful_set(obj: dict[str, Any]) -> None:
             rolling.get("partition") is None:
         rolling["partition"] = 0
     retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
-    _set(retention, "whenDeleted", "Retain")
-    _set(retention, "whenScaled", "Retain")
+    set_default(retention, "whenDeleted", "Retain")
+    set_default(retention, "whenScaled", "Retain")
     for key, value in (("replicas", 1), ("revisionHistoryLimit", 10)):
         if spec.get(key) is None:
             spec[key] = value
     if spec.get("serviceName") is None:
         spec["serviceName"] = ""
-    for claim in _dicts(spec.get("volumeClaimTemplates")):
+    for claim in dicts(spec.get("volumeClaimTemplates")):
         claim_spec = claim.get("spec")
         if isinstance(claim_spec, dict):
-            _set(claim_spec, "volumeMode", "Filesystem")
-        _set(_dict(claim, "status"), "phase", "Pending")
+            set_default(claim_spec, "volumeMode", "Filesystem")
+        set_default(_dict(claim, "status"), "phase", "Pending")
     _template(obj)
 
 
@@ -359,7 +338,7 @@ def _daemon_set(obj: dict[str, Any]) -> None:
     if spec is None:
         return
     update = _dict(spec, "updateStrategy")
-    _set(update, "type", "RollingUpdate")
+    set_default(update, "type", "RollingUpdate")
     if update["type"] == "RollingUpdate":
         rolling = _dict(update, "rollingUpdate")
         for key, value in (("maxUnavailable", 1), ("maxSurge", 0)):
@@ -401,7 +380,7 @@ def _job(obj: dict[str, Any]) -> None:
 def _secret(obj: dict[str, Any]) -> None:
     """``SetDefaults_Secret``; and ``Convert_v1_Secret_To_core_Secret``: ``stringData`` is
     written into ``data`` (base64, overwriting a key of the same name) and not kept."""
-    _set(obj, "type", "Opaque")
+    set_default(obj, "type", "Opaque")
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
         data = obj.get("data")
@@ -416,15 +395,15 @@ def _pvc(obj: dict[str, Any]) -> None:
     """``SetDefaults_PersistentVolumeClaimSpec``."""
     spec = obj.get("spec")
     if isinstance(spec, dict):
-        _set(spec, "volumeMode", "Filesystem")
+        set_default(spec, "volumeMode", "Filesystem")
 
 
 def _pv(obj: dict[str, Any]) -> None:
     """``SetDefaults_PersistentVolume`` (the ``Pending`` phase is the strategy's)."""
     spec = obj.get("spec")
     if isinstance(spec, dict):
-        _set(spec, "persistentVolumeReclaimPolicy", "Retain")
-        _set(spec, "volumeMode", "Filesystem")
+        set_default(spec, "persistentVolumeReclaimPolicy", "Retain")
+        set_default(spec, "volumeMode", "Filesystem")
         host_path = spec.get("hostPath")
         if isinstance(host_path, dict) and host_path.get("type") is None:
             host_path["type"] = ""
@@ -433,12 +412,12 @@ def _pv(obj: dict[str, Any]) -> None:
 def _endpoint_slice(obj: dict[str, Any]) -> None:
     """``SetDefaults_EndpointPort`` (``name`` ``""``, ``protocol`` ``TCP``) and each
     endpoint's ``conditions`` struct."""
-    for port in _dicts(obj.get("ports")):
+    for port in dicts(obj.get("ports")):
         if port.get("name") is None:
             port["name"] = ""
         if port.get("protocol") is None:
             port["protocol"] = "TCP"
-    for endpoint in _dicts(obj.get("endpoints")):
+    for endpoint in dicts(obj.get("endpoints")):
         _dict(endpoint, "conditions")
 
 
@@ -494,7 +473,7 @@ def default_list_keys(group: str, plural: str, config: dict[str, Any]) -> None:
     if (group, plural) == ("", "services"):
         spec = config.get("spec")
         ports = spec.get("ports") if isinstance(spec, dict) else None
-        for port in _dicts(ports):
+        for port in dicts(ports):
             port.setdefault("protocol", "TCP")
         return
     spec = config.get("spec")
@@ -506,120 +485,6 @@ def default_list_keys(group: str, plural: str, config: dict[str, Any]) -> None:
         if not isinstance(spec, dict):
             return
     for key in ("initContainers", "containers"):
-        for container in _dicts(spec.get(key)):
-            for port in _dicts(container.get("ports")):
+        for container in dicts(spec.get(key)):
+            for port in dicts(container.get("ports")):
                 port.setdefault("protocol", "TCP")
-
-
-# -- admission and the pod strategy --------------------------------------------------------------
-
-
-def admit_pod(pod: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """The mutating admission plugins of the session's kube-apiserver that change pods:
-    ``DefaultTolerationSeconds`` (create and update: a ``NoExecute`` toleration of 300 s for
-    ``node.kubernetes.io/not-ready`` and ``unreachable`` unless one already tolerates it) and
-    ``Priority`` (create: ``priority`` from ``priorityClassName``, 0 and
-    ``PreemptLowerPriority`` without one, as no default PriorityClass exists; update: the old
-    values when the new pod has none). A ``priorityClassName`` other than the two system
-    classes is left alone (kube-apiserver looks it up)."""
-    spec = pod.get("spec")
-    if not isinstance(spec, dict):
-        return
-    tolerations = spec.get("tolerations")
-    tolerations = list(tolerations) if isinstance(tolerations, list) else []
-    for key in (_NOT_READY, _UNREACHABLE):
-        if not any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
-                   for t in _dicts(tolerations)):
-            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
-    spec["tolerations"] = tolerations
-    if old is not None:
-        old_spec = old.get("spec")
-        if isinstance(old_spec, dict):
-            for key in ("priority", "preemptionPolicy"):
-                if spec.get(key) is None and old_spec.get(key) is not None:
-                    spec[key] = old_spec[key]
-        return
-    name = spec.get("priorityClassName") or ""
-    if not name:
-        spec.pop("priorityClassName", None)
-        if spec.get("priority") is None:
-            spec["priority"] = 0
-        _set(spec, "preemptionPolicy", "PreemptLowerPriority")
-    elif name in _SYSTEM_PRIORITIES:
-        if spec.get("priority") is None:
-            spec["priority"] = _SYSTEM_PRIORITIES[name]
-        _set(spec, "preemptionPolicy", "PreemptLowerPriority")
-
-
-_SUFFIXES: Final = {
-    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-    "P": Decimal("1e15"), "E": Decimal("1e18"),
-    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
-}
-
-
-def _quantity(value: Any) -> Decimal:
-    """A ``resource.Quantity`` as a number (0 for what does not parse: validation's job)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return Decimal(0)
-    text = value.strip()
-    for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P",
-                   "E"):
-        if text.endswith(suffix) and suffix:
-            try:
-                return Decimal(text[:-len(suffix)]) * _SUFFIXES[suffix]
-            except InvalidOperation:
-                return Decimal(0)
-    try:
-        return Decimal(text)
-    except InvalidOperation:
-        return Decimal(0)
-
-
-def _resources(containers: Iterable[dict[str, Any]], key: str) -> Iterator[dict[str, Any]]:
-    for container in containers:
-        resources = container.get("resources")
-        part = resources.get(key) if isinstance(resources, dict) else None
-        yield part if isinstance(part, dict) else {}
-
-
-def pod_qos_class(pod: dict[str, Any]) -> str:
-    """``qos.ComputePodQOS`` from the containers' resources (``cpu``, ``memory`` and
-    ``hugepages-*`` are QoS resources; init containers count): ``BestEffort`` without
-    requests or limits, ``Guaranteed`` when every container limits cpu and memory and the
-    summed requests equal the summed limits, else ``Burstable``."""
-    spec = pod.get("spec")
-    spec = spec if isinstance(spec, dict) else {}
-    containers = [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]
-
-    def qos(name: str) -> bool:
-        return name in ("cpu", "memory") or name.startswith("hugepages-")
-
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
-    guaranteed = True
-    for req, lim in zip(_resources(containers, "requests"), _resources(containers, "limits"),
-                        strict=True):
-        for name, value in req.items():
-            amount = _quantity(value)
-            if qos(name) and amount > 0:
-                requests[name] = requests.get(name, Decimal(0)) + amount
-        found = set()
-        for name, value in lim.items():
-            amount = _quantity(value)
-            if qos(name) and amount > 0:
-                found.add(name)
-                limits[name] = limits.get(name, Decimal(0)) + amount
-        if not {"cpu", "memory"} <= found:
-            guaranteed = False
-    if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and all(limits.get(n) == v for n, v in requests.items()) and \
-            len(requests) == len(limits):
-        return "Guaranteed"
-    return "Burstable"

@@ -23,13 +23,7 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.apply import apply_object, record_update, same_managed_fields
-from informers.testing.defaults import (
-    admit_pod,
-    apply_defaults,
-    default_ip_families,
-    default_list_keys,
-    pod_qos_class,
-)
+from informers.testing.defaults import apply_defaults, default_ip_families, default_list_keys
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -56,6 +50,7 @@ from informers.testing.kind_rules import (
 from informers.testing.merge_schema import MergeSchemas
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
+from informers.testing.pod_admission import admit_pod, keep_qos_class, pod_qos_class
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage, object_key
 from informers.testing.strategic_merge import strategic_patch
@@ -98,15 +93,6 @@ def _parse_time(text: str) -> datetime.datetime:
     """A ``metav1.Time`` (RFC 3339, UTC, second precision) as an aware datetime."""
     moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
-
-
-def _keep_qos_class(new: dict[str, Any], old: dict[str, Any]) -> None:
-    """Pod status strategy ``PrepareForUpdate``: a status without ``qosClass`` keeps the old
-    one (it is set at creation and immutable). Replaces (never mutates) the status dict."""
-    new_status, old_status = new.get("status"), old.get("status")
-    if isinstance(new_status, dict) and not new_status.get("qosClass") and \
-            isinstance(old_status, dict) and old_status.get("qosClass"):
-        new["status"] = {**new_status, "qosClass": old_status["qosClass"]}
 
 
 class Strategy:
@@ -412,7 +398,7 @@ class Strategy:
             else:
                 new["status"] = obj["status"]
             if is_pods(rt):
-                _keep_qos_class(new, old)
+                keep_qos_class(new, old)
         else:
             new = obj
             new_meta = new["metadata"]
@@ -443,7 +429,7 @@ class Strategy:
                     default_ip_families(new["spec"])
             if is_pods(rt):
                 admit_pod(new, old)
-                _keep_qos_class(new, old)
+                keep_qos_class(new, old)
             elif is_daemon_sets(rt):
                 template_generation(new, old)
             keep_status = not rt.builtin and not rt.has_status
