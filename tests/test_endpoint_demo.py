@@ -69,7 +69,10 @@ def test_setup_creates_the_services_and_pods(api_server, api_client):
     assert web["spec"] == {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
                            "selector": {"app": "web"},
                            "ports": [{"name": "http", "port": 80, "targetPort": 8080,
-                                      "protocol": "TCP"}]}
+                                      "protocol": "TCP"}],
+                           "type": "ClusterIP", "sessionAffinity": "None",
+                           "internalTrafficPolicy": "Cluster", "ipFamilies": ["IPv4"],
+                           "ipFamilyPolicy": "SingleStack"}
     assert api_server.get("services", "default", "api")["spec"]["ports"][0]["targetPort"] == (
         "grpc")
     assert api_server.get("services", "default", "db")["spec"]["clusterIP"] == "None"
@@ -78,6 +81,7 @@ def test_setup_creates_the_services_and_pods(api_server, api_client):
     assert pods["api-1"]["status"] == {
         "phase": "Running", "hostIP": "192.168.0.10", "podIP": "10.244.0.6",
         "podIPs": [{"ip": "10.244.0.6"}], "conditions": [{"type": "Ready", "status": "False"}],
+        "qosClass": "BestEffort",
     }
     assert pods["web-0"]["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
     assert pods["db-0"]["spec"]["hostname"] == "db-0"

@@ -167,7 +167,7 @@ def test_relist_after_410_sends_the_right_set():
             assert eventually_keys(q, ["default/goes", "default/stays"])
             assert server.wait_for_watches(1, "pods")
             server.hang_watches()  # the watch sees nothing from here on
-            server.delete("pods", "default", "goes")
+            server.delete("pods", "default", "goes", grace_period_seconds=0)  # bound: graceful
             server.create(api_pod("new", NODE, "default"))
             server.compact()  # history gone: re-watching from the old version answers 410
             lists_before = src.reflector.metrics.lists_total

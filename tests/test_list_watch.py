@@ -132,6 +132,9 @@ def server():
     s.close()
 
 
+POD_SPEC = {"containers": [{"name": "c", "image": "registry.invalid/pause:1"}]}
+
+
 def make_client(port: int, token: str | None = "sekret", retries: object = None) -> k8s.ApiClient:
     cfg = k8s.Configuration()
     cfg.host = f"http://127.0.0.1:{port}"
@@ -733,7 +736,7 @@ def test_requests_with_tokens_unregister_and_keep_using_the_pooled_connection():
 
     with ApiServer() as srv:
         srv.create({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": "a", "namespace": "default"}})
+                    "metadata": {"name": "a", "namespace": "default"}, "spec": POD_SPEC})
         api = srv.api_client()
         try:
             lw = list_watch_from_client(api, "pods")
@@ -749,7 +752,7 @@ def test_requests_with_tokens_unregister_and_keep_using_the_pooled_connection():
             assert (pool.num_connections, pool.num_requests) == (1, 3)  # one connection, reused
             tokens[2].cancel()  # the watch's token no longer reaches its connection...
             srv.create({"apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": "b", "namespace": "default"}})
+                        "metadata": {"name": "b", "namespace": "default"}, "spec": POD_SPEC})
             event = next(iter(stream))  # ...which still streams
             assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "b")
             stream.close()

@@ -32,7 +32,8 @@ SCRIPT = textwrap.dedent('''
     with ApiServer() as server:
         for i in range(50):
             server.create({"apiVersion": "v1", "kind": "Pod",
-                           "metadata": {"name": f"p{i}", "namespace": "default"}})
+                           "metadata": {"name": f"p{i}", "namespace": "default"},
+                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
         factory = SharedInformerFactory(server.api_client(), memory_tuning=tuning)
         pods = factory.core().v1().pods()
         pods.informer()

@@ -207,12 +207,13 @@ def test_components_are_the_go_types_with_their_group_version_kinds(server, http
     assert deployment["properties"]["spec"]["allOf"] == [
         {"$ref": "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"}]
     spec = schemas["io.k8s.api.core.v1.PodSpec"]["properties"]
+    # kube-apiserver's patch strategies and list types, which kubectl's patches follow
     assert spec["containers"] == {"type": "array", "items": {"allOf": [
-        {"$ref": "#/components/schemas/io.k8s.api.core.v1.Container"}]}}
-    assert spec["nodeSelector"] == {"type": "object",
-                                    "additionalProperties": {"type": "string"}}
-    # No patch strategies: kubectl computes strategic merge patches that replace lists.
-    assert "x-kubernetes-patch-merge-key" not in json.dumps(schemas)
+        {"$ref": "#/components/schemas/io.k8s.api.core.v1.Container"}]},
+        "x-kubernetes-list-map-keys": ["name"], "x-kubernetes-list-type": "map",
+        "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge"}
+    assert spec["nodeSelector"] == {"type": "object", "additionalProperties": {"type": "string"},
+                                    "x-kubernetes-map-type": "atomic"}
     # A kind used inside another group's document still names itself.
     assert schemas["io.k8s.api.core.v1.PersistentVolumeClaim"][
         "x-kubernetes-group-version-kind"] == [
@@ -511,9 +512,11 @@ def test_kubectl_apply_twice_replace_and_diff_with_default_validation(server, ku
     assert (second.stdout, second.stderr) == ("deployment.apps/web configured\n", "")
     stored = server.get("deployments", "default", "web")
     assert stored["spec"]["replicas"] == 3
-    # The patch kubectl computed from the documents replaced the list whole: nothing lost.
+    # The patch kubectl computed from the documents merged the containers by name.
     assert stored["spec"]["template"]["spec"]["containers"] == [
-        {"name": "c", "image": "nginx:2", "ports": [{"containerPort": 80}]}]
+        {"name": "c", "image": "nginx:2", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+         "imagePullPolicy": "IfNotPresent", "resources": {},
+         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}]
     assert server.request_log("patch", "deployments")[-1].query == {
         "fieldManager": "kubectl-client-side-apply", "fieldValidation": "Strict"}
     assert kubectl("apply", "-f", "@", manifest=changed).stdout == (
@@ -539,8 +542,9 @@ def test_kubectl_reports_unknown_fields_as_kube_apiserver(server, kubectl):
     warned = kubectl("create", "--validate=warn", "-f", "@", manifest=manifest)
     assert (warned.stdout, warned.stderr) == ("pod/typo created\n", (
         'Warning: unknown field "spec.containers[0].bar"\nWarning: unknown field "spec.foo"\n'))
-    assert server.get("pods", "default", "typo")["spec"] == {
-        "containers": [{"name": "c", "image": "nginx"}]}
+    assert server.get("pods", "default", "typo")["spec"]["containers"] == [
+        {"name": "c", "image": "nginx", "imagePullPolicy": "Always", "resources": {},
+         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}]
 
 
 @kubectl_missing

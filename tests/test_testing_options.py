@@ -80,7 +80,8 @@ def test_unsupported_field_label_is_400(core, api_server):
     assert (code, status["message"]) == (400, "field label not supported: data.key")
     # Supported fields work, including a pod's legacy spec.host alias of spec.nodeName.
     api_server.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"},
-                       "spec": {"nodeName": "n1", "containers": []}})
+                       "spec": {"nodeName": "n1", "containers": [
+                           {"name": "c", "image": "registry.invalid/pause:1"}]}})
     assert [p.metadata.name for p in core.list_namespaced_pod(
         "default", field_selector="spec.host=n1").items] == ["a"]
 

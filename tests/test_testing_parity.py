@@ -7,7 +7,7 @@ Fixed: a pod's delete writes its deletion mark before removing it (and honours
 empty ``omitempty`` fields (labels, a Service's selector, an Endpoints' subsets, a ConfigMap's
 data) are not stored; anonymous clients may read ``/version`` and the health checks only; a
 pod's ``podIP`` and ``podIPs`` fill each other. Validation is held to kube-apiserver's in
-tests/test_testing_validation.py. The differences left (little defaulting, little validation,
+tests/test_testing_validation.py. The differences left (the defaults and validation not covered,
 compaction and the watch cache) are listed in the ``ApiServer`` docstring.
 """
 

@@ -530,7 +530,8 @@ def test_kubectl_imperative_creates_store_the_objects(api_server, tmp_path):
         "metadata": {"name": "cm", "namespace": "default"}, "data": {"a": "b"}}
     assert without_server_fields(api_server.get("secrets", "default", "s")) == {
         "kind": "Secret", "apiVersion": "v1",
-        "metadata": {"name": "s", "namespace": "default"}, "data": {"k": "dg=="}}
+        "metadata": {"name": "s", "namespace": "default"}, "data": {"k": "dg=="},
+        "type": "Opaque"}
     assert without_server_fields(api_server.get("namespaces", None, "ns1")) == {
         "kind": "Namespace", "apiVersion": "v1",
         "metadata": {"name": "ns1", "labels": {"kubernetes.io/metadata.name": "ns1"}},
@@ -543,16 +544,28 @@ def test_kubectl_imperative_creates_store_the_objects(api_server, tmp_path):
         "spec": {"ports": [{"name": "80-8080", "protocol": "TCP", "port": 80,
                             "targetPort": 8080}],
                  "selector": {"app": "x"}, "type": "ClusterIP", "clusterIP": cluster_ip,
-                 "clusterIPs": [cluster_ip]},
+                 "clusterIPs": [cluster_ip], "sessionAffinity": "None",
+                 "internalTrafficPolicy": "Cluster", "ipFamilies": ["IPv4"],
+                 "ipFamilyPolicy": "SingleStack"},
         "status": {"loadBalancer": {}}}
     assert cluster_ip.startswith("10.0.0.")
     # kubectl run sends JSON (its Pod goes through the dynamic client), stored the same way.
     assert without_server_fields(api_server.get("pods", "default", "p")) == {
         "kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": "p", "namespace": "default", "labels": {"run": "p"}},
-        "spec": {"containers": [{"name": "p", "image": "nginx", "resources": {}}],
-                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"},
-        "status": {"phase": "Pending"}}
+        "spec": {"containers": [{"name": "p", "image": "nginx", "resources": {},
+                                 "imagePullPolicy": "Always",
+                                 "terminationMessagePath": "/dev/termination-log",
+                                 "terminationMessagePolicy": "File"}],
+                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+                 "terminationGracePeriodSeconds": 30, "schedulerName": "default-scheduler",
+                 "securityContext": {}, "enableServiceLinks": True, "priority": 0,
+                 "preemptionPolicy": "PreemptLowerPriority", "tolerations": [
+                     {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                      "effect": "NoExecute", "tolerationSeconds": 300},
+                     {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                      "effect": "NoExecute", "tolerationSeconds": 300}]},
+        "status": {"phase": "Pending", "qosClass": "BestEffort"}}
 
 
 @needs_kubectl

@@ -35,13 +35,23 @@ def widget(name: str, size: int = 1) -> dict[str, Any]:
             "metadata": {"name": name}, "spec": {"size": size}}
 
 
+_POD_SPEC = {"containers": [{"name": "c", "image": "registry.invalid/pause:1"}]}
+_TEMPLATE = {"metadata": {"labels": {"app": "n"}}, "spec": _POD_SPEC}
+_VALID: dict[str, dict[str, Any]] = {  # what kube-apiserver's validation asks of each kind
+    "pods": {"spec": _POD_SPEC},
+    "services": {"spec": {"ports": [{"port": 80}]}},
+    **{plural: {"spec": {"selector": {"matchLabels": {"app": "n"}}, "template": _TEMPLATE}}
+       for plural in ("deployments", "replicasets", "statefulsets", "daemonsets")},
+}
+
+
 def test_every_builtin_kind_supports_create_and_list(api_server, api_client):
     dynamic = DynamicClient(api_client)
     for rt in BUILTIN_RESOURCES:
         api = dynamic.resources.get(api_version=rt.api_version, kind=rt.kind)
         name = "n" if rt.plural != "namespaces" else "new-ns"
         kw = {"namespace": "default"} if rt.namespaced else {}
-        made = api.create(body={"metadata": {"name": name}}, **kw)
+        made = api.create(body={"metadata": {"name": name}, **_VALID.get(rt.plural, {})}, **kw)
         assert (made.kind, made.apiVersion, made.metadata.name) == (rt.kind, rt.api_version,
                                                                      name)
         listed = api.get(**kw)

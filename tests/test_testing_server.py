@@ -138,13 +138,13 @@ def test_seeding_helpers_store_copies_and_watchers_see_them(api_server):
     assert api_server.get("pods", "default", "missing") is None
     # Helpers keep the status given (a create through the API would reset it).
     running = api_server.create(pod("b") | {"status": {"phase": "Running"}})
-    assert running["status"] == {"phase": "Running"}
+    assert running["status"] == {"phase": "Running", "qosClass": "BestEffort"}
     stored["metadata"]["labels"] = {"app": "y"}
     stored["metadata"]["resourceVersion"] = "1"  # ignored: helpers update unconditionally
     stored["status"] = {"phase": "Running"}
     updated = api_server.update(stored)
-    assert (updated["metadata"]["labels"], updated["status"]) == ({"app": "y"},
-                                                                  {"phase": "Running"})
+    assert (updated["metadata"]["labels"], updated["status"]) == (
+        {"app": "y"}, {"phase": "Running", "qosClass": "BestEffort"})
     patched = api_server.patch("pods", "default", "a", [
         {"op": "replace", "path": "/metadata/labels/app", "value": "z"}], patch_type="json")
     assert patched["metadata"]["labels"] == {"app": "z"}

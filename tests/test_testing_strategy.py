@@ -37,6 +37,9 @@ def core(server: ApiServer):
     api_client.close()
 
 
+CONTAINERS = [{"name": "c", "image": "nginx"}]
+
+
 def pod(name: str = "p", **extra: Any) -> dict[str, Any]:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
@@ -62,7 +65,7 @@ def test_create_sets_server_owned_metadata_and_resets_pod_status(server, core):
     assert meta["resourceVersion"] == server.resource_version
     assert meta["generation"] == 1  # pods carry a generation since Kubernetes 1.33
     assert meta["namespace"] == "default"
-    assert made["status"] == {"phase": "Pending"}  # pod strategy PrepareForCreate
+    assert made["status"] == {"phase": "Pending", "qosClass": "BestEffort"}  # PrepareForCreate
     cm = raw(core, "create_namespaced_config_map", "default", {"metadata": {"name": "c"}})
     assert "generation" not in cm["metadata"]
     ns = raw(core, "create_namespace", {"metadata": {"name": "team"}})
@@ -356,7 +359,7 @@ def test_status_subresource_separates_status_from_the_rest(server, core):
     assert (patched.status.phase, patched.spec.node_name) == ("Succeeded", None)
     # Only spec changes move the generation.
     assert patched.metadata.generation == 1
-    moved = core.patch_namespaced_pod("p", "default", {"spec": {"nodeName": "n1"}})
+    moved = core.patch_namespaced_pod("p", "default", {"spec": {"activeDeadlineSeconds": 60}})
     assert moved.metadata.generation == 2
 
 
@@ -379,10 +382,10 @@ def test_finalizers_mark_the_object_until_the_last_one_is_removed(server, core):
 
 
 def test_bound_pods_are_deleted_gracefully_only_when_asked(server, core):
-    server.create(pod("bound", spec={"nodeName": "n1", "containers": []},
+    server.create(pod("bound", spec={"nodeName": "n1", "containers": CONTAINERS},
                       status={"phase": "Running"}))
     server.create(pod("loose", status={"phase": "Running"}))
-    server.create(pod("done", spec={"nodeName": "n1", "containers": []},
+    server.create(pod("done", spec={"nodeName": "n1", "containers": CONTAINERS},
                       status={"phase": "Succeeded"}))
     marked = core.delete_namespaced_pod("bound", "default", grace_period_seconds=30)
     assert marked.metadata.deletion_grace_period_seconds == 30
@@ -402,7 +405,7 @@ def test_a_shortened_deadline_never_moves_into_the_past(server, core):
     unless 0 was asked."""
     clock = server.clock
     for name in ("slow", "gone"):
-        server.create(pod(name, spec={"nodeName": "n1", "containers": []},
+        server.create(pod(name, spec={"nodeName": "n1", "containers": CONTAINERS},
                           status={"phase": "Running"}))
         core.delete_namespaced_pod(name, "default", grace_period_seconds=10)  # deadline 00:10
     clock.step(4)

@@ -214,7 +214,8 @@ class DemoWorkload:
         return f"pod {name} created ({'ready' if ready else 'not ready'}, {pod.ip})"
 
     def _delete_pod(self, name: str) -> str:
-        api_call(self.api_client, "DELETE", self._path("pods", name))
+        # No kubelet finishes a graceful deletion (a bound pod's default 30 s): remove it now.
+        api_call(self.api_client, "DELETE", self._path("pods", name), {"gracePeriodSeconds": 0})
         del self.pods[name]
         return f"pod {name} deleted"
 

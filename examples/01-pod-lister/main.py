@@ -76,7 +76,7 @@ def seed(server: ApiServer) -> None:
 def demo(server: ApiServer, pods: GenericInformer, stop: threading.Event) -> None:
     """Change the cluster, wait until the cache has caught up, and ask again."""
     server.create(new_pod("default", "web-2", "web", "node-b"))
-    server.delete("pods", "default", "db-0")
+    server.delete("pods", "default", "db-0", grace_period_seconds=0)  # no kubelet to wait for
     cache = pods.informer().get_indexer()
     while not stop.is_set() and ("default/web-2" not in cache or "default/db-0" in cache):
         stop.wait(0.02)

@@ -4,8 +4,8 @@ The embedded server's :class:`~informers.testing.strategy.Strategy` plays the ge
 store (``registry/generic/registry/store.go``); the rules here are those of the kinds it
 serves, from their ``strategy.go`` files under ``kubernetes/pkg/registry`` and from
 ``apimachinery/pkg/util/validation``: how a name must look, which empty fields the encoding
-drops, a Service's cluster IP, a pod's graceful-deletion period and a namespace's finalizer,
-label and ``Terminating`` phase. They read and change plain dicts, never the storage.
+drops, a Service's cluster IP, a pod's graceful-deletion period, a DaemonSet's template
+generation and a namespace's finalizer, label and ``Terminating`` phase. They read and change plain dicts, never the storage.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from informers.testing import status
+from informers.testing.kind_validation import kind_errors
 from informers.testing.resources import ResourceType
 from informers.testing.storage import Entry
 from informers.testing.validation import (
@@ -29,9 +30,11 @@ __all__ = [
     "IMMORTAL_NAMESPACES",
     "KUBERNETES_FINALIZER",
     "NAME_LABEL",
+    "TEMPLATE_GENERATION",
     "TERMINATING",
     "allocate_cluster_ip",
     "default_endpoints",
+    "is_daemon_sets",
     "is_endpoints",
     "is_namespaces",
     "is_pods",
@@ -44,6 +47,7 @@ __all__ = [
     "prepare_namespace_update",
     "round_trip_pod_ips",
     "spec_finalizers",
+    "template_generation",
     "validate",
 ]
 
@@ -87,12 +91,16 @@ def is_namespaces(rt: ResourceType) -> bool:
 # -- names ---------------------------------------------------------------------------------------
 
 
-def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None,
+             *, seeding: bool = False) -> None:
     """The validation of a create (``old`` is ``None``) or an update of ``obj`` (a decoded
     body, after defaulting): on a create the name rule of ``rt`` (``rt.name_rule``: a DNS-1123
     subdomain by default; an update cannot change the name), then for every kind the labels
     and annotations (on an update four times over, as kube-apiserver reports them for the
-    built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`).
+    built-in kinds), then an Endpoints' subsets (see :mod:`informers.testing.validation`) or
+    the other built-in kinds' content (:mod:`informers.testing.kind_validation`).
+    ``seeding`` (an update by the ``ApiServer`` seeding helpers) lets a pod's spec change,
+    so a test can bind a pod to a node as the scheduler's ``pods/binding`` would.
 
     Raises:
         StatusError: 422 Invalid, with a cause per error, in upstream's order.
@@ -111,6 +119,8 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None =
         causes.extend(metadata_errors(meta) * 4)
     if is_endpoints(rt):
         causes.extend(endpoints_errors(obj, old))
+    elif rt.builtin:
+        causes.extend(kind_errors(rt.group, rt.plural, obj, old, seeding=seeding))
     if causes:
         raise status.invalid(rt.kind, rt.group, name, causes)
 
@@ -187,8 +197,8 @@ def allocate_cluster_ip(
     """The service registry's ClusterIP allocation (``registry/core/service/storage``):
     a Service that is not ``ExternalName`` and names no ``clusterIP`` gets a free address
     of :data:`_SERVICE_CIDR` at random (``services``: the stored Services, read only then);
-    ``clusterIPs`` follows ``clusterIP`` (``None`` for a headless one). No other Service
-    defaulting (type, families, port protocol).
+    ``clusterIPs`` follows ``clusterIP`` (``None`` for a headless one). The rest of a
+    Service's defaults are :mod:`informers.testing.defaults`'.
 
     Raises:
         StatusError: 500 when the range is full.
@@ -214,13 +224,14 @@ def allocate_cluster_ip(
 
 def keep_cluster_ip(new: dict[str, Any], old: dict[str, Any]) -> None:
     """Service strategy ``patchAllocatedValues``: an update that leaves out ``clusterIP``
-    (``clusterIPs``) keeps the allocated one (it is immutable)."""
+    (``clusterIPs``) keeps the allocated one (it is immutable); the REST update's
+    ``initIPFamilyFields`` keeps ``ipFamilies`` and ``ipFamilyPolicy`` the same way."""
     new_spec, old_spec = new.get("spec"), old.get("spec")
     if not isinstance(new_spec, dict) or not isinstance(old_spec, dict):
         return
     if new_spec.get("type") == "ExternalName":
         return
-    for key in ("clusterIP", "clusterIPs"):
+    for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if not new_spec.get(key) and old_spec.get(key):
             new["spec"] = new_spec = {**new_spec, key: old_spec[key]}
 
@@ -231,8 +242,8 @@ def keep_cluster_ip(new: dict[str, Any], old: dict[str, Any]) -> None:
 def pod_grace_period(pod: dict[str, Any], grace: int | None) -> int:
     """The graceful-deletion period of a pod's delete (pod strategy ``CheckGracefulDelete``):
     ``grace`` (the request's ``gracePeriodSeconds``), else
-    ``spec.terminationGracePeriodSeconds`` (kube-apiserver defaults it to 30 on create; this
-    server does not default it, so absent means 0); 0 for a pod bound to no node or in a
+    ``spec.terminationGracePeriodSeconds`` (30 unless set: ``SetDefaults_PodSpec``; absent
+    only in a malformed pod, then 0); 0 for a pod bound to no node or in a
     terminal phase; 1 if negative."""
     spec_part, status_part = pod.get("spec"), pod.get("status")
     spec: dict[str, Any] = spec_part if isinstance(spec_part, dict) else {}
@@ -273,6 +284,40 @@ def round_trip_pod_ips(pod: dict[str, Any]) -> None:
                                              or pod_ips is not status_part.get("podIPs")):
         rest = {k: v for k, v in status_part.items() if k not in ("podIP", "podIPs")}
         pod["status"] = {**rest, "podIP": first, "podIPs": pod_ips}
+
+
+# -- daemon sets ---------------------------------------------------------------------------------
+
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""The annotation the apps/v1 encoding writes a DaemonSet's internal ``templateGeneration``
+to (``pkg/apis/apps/v1/conversion.go``)."""
+
+
+def _generation_of(obj: dict[str, Any] | None) -> int:
+    annotations = (obj or {}).get("metadata", {}).get("annotations") or {}
+    try:
+        return int(annotations.get(TEMPLATE_GENERATION, "0"))
+    except (TypeError, ValueError):
+        return 0
+
+
+def template_generation(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """DaemonSet strategy ``PrepareForCreate`` (``templateGeneration`` at least 1) and
+    ``PrepareForUpdate`` (the old one, plus one when ``spec.template`` changed), written to
+    the :data:`TEMPLATE_GENERATION` annotation. Replaces (never mutates) the annotations."""
+    if old is None:
+        generation = max(_generation_of(obj), 1)
+    else:
+        generation = _generation_of(old)
+        if (obj.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            generation += 1
+    meta = obj["metadata"]
+    meta["annotations"] = {**(meta.get("annotations") or {}), TEMPLATE_GENERATION: str(generation)}
+
+
+def is_daemon_sets(rt: ResourceType) -> bool:
+    """``rt`` is the apps ``daemonsets`` resource."""
+    return rt.plural == "daemonsets" and rt.group == "apps"
 
 
 # -- namespaces ----------------------------------------------------------------------------------

@@ -10,9 +10,12 @@ field's JSON name and type, nested types included. :class:`Schemas` turns them i
 * field trees (:class:`Fields`) for the unknown-field detection of
   :mod:`informers.testing.field_validation`.
 
-The schemas carry no ``x-kubernetes-patch-strategy``/``x-kubernetes-patch-merge-key`` (the
-server merges by them, :mod:`informers.testing.merge_schema`; kubectl computes its patches of
-built-in kinds from its compiled-in types). Without the table (a source checkout that never
+The properties carry kube-apiserver's ``x-kubernetes-patch-strategy``,
+``x-kubernetes-patch-merge-key`` and list-type extensions (from ``merge_rules.json``, which
+:mod:`informers.testing.merge_schema` merges by too): kubectl computes its strategic merge
+patches from the server's OpenAPI v3 when it has the kind, so without them a list such as a
+pod's containers would be replaced whole and the defaults the server added would always
+differ. Without the table (a source checkout that never
 generated it) built-in kinds
 fall back to permissive schemas (``x-kubernetes-preserve-unknown-fields``) and no field is
 unknown. Custom resources are served as a CRD with ``x-kubernetes-preserve-unknown-fields`` at
@@ -36,6 +39,7 @@ __all__ = ["META", "Fields", "Schemas", "component_name", "ref"]
 logger = logging.getLogger(__name__)
 
 _TABLE = Path(__file__).with_name("api_schema.json")
+_RULES = Path(__file__).with_name("merge_rules.json")
 
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 """The component name prefix of the ``meta/v1`` types."""
@@ -224,6 +228,17 @@ class _Table:
 
     types: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     kinds: dict[tuple[str, str], str] = field(default_factory=dict)
+    rules: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+
+def _load_rules(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """``merge_rules.json``'s per-field extensions by Go type (none when unreadable)."""
+    try:
+        return dict(json.loads(path.read_text())["types"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        logger.warning("embedded API server: no merge rules (%s): %s; the OpenAPI documents "
+                       "carry no patch strategies", path, err)
+        return {}
 
 
 def _load_table(path: Path) -> _Table:
@@ -232,7 +247,7 @@ def _load_table(path: Path) -> _Table:
         kinds = {(api_version, kind): go_type
                  for api_version, entries in raw["kinds"].items()
                  for kind, go_type in entries.items()}
-        return _Table(dict(raw["types"]), kinds)
+        return _Table(dict(raw["types"]), kinds, _load_rules(_RULES))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         logger.warning("embedded API server: no field table (%s): %s; built-in kinds get "
                        "permissive schemas", path, err)
@@ -390,11 +405,15 @@ class Schemas:
         return schema
 
     def _properties(self, go_type: str, into: dict[str, Any], refs: list[str]) -> None:
-        for entry in self._loaded().types.get(go_type, ()):
+        table = self._loaded()
+        rules = table.rules.get(go_type, {})
+        for entry in table.types.get(go_type, ()):
             if entry.get("inline"):
                 self._properties(entry["type"]["struct"], into, refs)
             elif entry.get("json"):
-                into[entry["json"]] = self._property(entry["type"], refs)
+                prop = self._property(entry["type"], refs)
+                prop.update(rules.get(entry["json"], {}))
+                into[entry["json"]] = prop
 
     def _property(self, kind: Any, refs: list[str]) -> dict[str, Any]:
         if isinstance(kind, str):

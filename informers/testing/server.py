@@ -87,15 +87,23 @@ class ApiServer:
       their Go types; of custom resources, only in ``metadata``) are dropped, and they and
       duplicate JSON fields get a ``Warning`` header (``Warn``, the default) or a 400
       (``Strict``, kubectl's default), as on kube-apiserver;
-    * admission: NamespaceLifecycle, the admission webhooks of ``Validating``/
+    * the v1 defaults of the built-in kinds on every create, update and patch
+      (:mod:`informers.testing.defaults`: a pod's ``restartPolicy``, ``dnsPolicy``,
+      grace period, containers' pull policies..., a Deployment's strategy and limits, a
+      Service's type, affinity, ports and IP families, a Secret's type...), a pod's
+      ``qosClass``, and the mutating admission of the ``DefaultTolerationSeconds`` and
+      ``Priority`` plugins, NamespaceLifecycle, the admission webhooks of ``Validating``/
       ``MutatingWebhookConfiguration`` objects and ``ValidatingAdmissionPolicy``
-      (:mod:`informers.testing.admission`; API requests only, not the seeding helpers), and
-      no other plugin; validation of names, labels and annotations
-      (every kind) and of an Endpoints' subsets, with kube-apiserver's 422 causes
-      (:mod:`informers.testing.validation`), and no other; no defaulting beyond unknown fields,
-      the ``kubernetes.io/metadata.name`` label of namespaces, an Endpoints port's ``TCP``
-      protocol and a pod's ``status.podIP``/``podIPs``, which fill each other as the v1
-      conversion does (a pod written with ``podIP`` only has ``podIPs``); no managedFields
+      (:mod:`informers.testing.admission`; API requests only, not the seeding helpers), and no
+      other admission; validation of names,
+      labels and annotations (every kind), of an Endpoints' subsets
+      (:mod:`informers.testing.validation`) and of the content of pods, ConfigMaps, Secrets,
+      Services and the apps workloads, on create and update (:mod:`informers.testing
+      .kind_validation`), with kube-apiserver's 422 causes; the namespace's
+      ``kubernetes.io/metadata.name`` label and a pod's ``status.podIP``/``podIPs``, which
+      fill each other as the v1 conversion does (a pod written with ``podIP`` only has
+      ``podIPs``); the seeding helpers may change a pod's spec (bind it to a node), which
+      the API refuses as kube-apiserver does; no managedFields
       bookkeeping, no garbage collector (``propagationPolicy`` is accepted and ignored) and no
       controllers but the namespace controller (below); ``kubectl`` reads work, and so do
       its imperative creates of built-in kinds (protobuf). Two registry rules a client can

@@ -26,6 +26,7 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.apply import apply_object, record_update, same_managed_fields
+from informers.testing.defaults import apply_defaults, default_ip_families, default_list_keys
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -33,6 +34,7 @@ from informers.testing.kind_rules import (
     TERMINATING,
     allocate_cluster_ip,
     default_endpoints,
+    is_daemon_sets,
     is_endpoints,
     is_namespaces,
     is_pods,
@@ -45,11 +47,13 @@ from informers.testing.kind_rules import (
     prepare_namespace_update,
     round_trip_pod_ips,
     spec_finalizers,
+    template_generation,
     validate,
 )
 from informers.testing.merge_schema import MergeSchemas
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
+from informers.testing.pod_admission import admit_pod, keep_qos_class, pod_qos_class
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage, object_key
 from informers.testing.strategic_merge import strategic_patch
@@ -157,6 +161,8 @@ class Strategy:
         obj.pop("kind", None)
         obj.pop("apiVersion", None)
         omit_empty(rt, obj)
+        if rt.builtin:
+            apply_defaults(rt.group, rt.plural, obj)
         if is_pods(rt):
             round_trip_pod_ips(obj)
         elif is_endpoints(rt):
@@ -210,6 +216,12 @@ class Strategy:
                 rt, namespace, meta.get("name") or meta.get("generateName") or "Unknown"
             )
             recorded = False
+            # The built-in mutating admission plugins (DefaultTolerationSeconds, Priority) run
+            # before the mutating webhooks, as in kube-apiserver's plugin order.
+            if is_pods(rt):
+                admit_pod(obj, None)
+            elif is_daemon_sets(rt):
+                template_generation(obj, None)
             if self.admission is not None:
                 if manager and self.admission.mutating_configured():
                     # kube-apiserver's field manager runs before admission: mutating
@@ -259,8 +271,17 @@ class Strategy:
                 prepare_namespace_create(obj, name)
             if is_services(rt):
                 allocate_cluster_ip(obj, self._storage.collection(rt).objects.values(), self._rand)
+                if isinstance(obj.get("spec"), dict):
+                    default_ip_families(obj["spec"])
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
+            if is_pods(rt):
+                # pod strategy PrepareForCreate: the QoS class, immutable from now on
+                pod_status = obj.get("status")
+                if not isinstance(pod_status, dict):
+                    pod_status = obj["status"] = {}
+                if not pod_status.get("qosClass"):
+                    pod_status["qosClass"] = pod_qos_class(obj)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
             if manager and not recorded:
                 self._record(rt, None, ordered, manager)
@@ -389,6 +410,9 @@ class Strategy:
             if current is not None:
                 live = {"kind": rt.kind, "apiVersion": rt.api_version,
                         **self._as_read(rt, current.decode())}
+            if rt.builtin:
+                config = copy.deepcopy(config)
+                default_list_keys(rt.group, rt.plural, config)
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,
@@ -449,6 +473,8 @@ class Strategy:
                 new.pop("status", None)
             else:
                 new["status"] = obj["status"]
+            if is_pods(rt):
+                keep_qos_class(new, old)
         else:
             new = obj
             new_meta = new["metadata"]
@@ -475,6 +501,13 @@ class Strategy:
                 prepare_namespace_update(new, old, name, keep_finalizers=subresource == "")
             if is_services(rt):
                 keep_cluster_ip(new, old)
+                if isinstance(new.get("spec"), dict):
+                    default_ip_families(new["spec"])
+            if is_pods(rt):
+                admit_pod(new, old)
+                keep_qos_class(new, old)
+            elif is_daemon_sets(rt):
+                template_generation(new, old)
             keep_status = not rt.builtin and not rt.has_status
             if rt.has_generation and _spec_part(new, keep_status) != _spec_part(old, keep_status):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
@@ -487,7 +520,7 @@ class Strategy:
                         "FieldValueForbidden", "metadata.finalizers",
                         "Forbidden: no new finalizers can be added if the object is being "
                         f"deleted, found new finalizers []string{{{rendered}}}")])
-            validate(rt, new, old)
+            validate(rt, new, old, seeding=subresource == "*")
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
         if manager and not recorded:  # unchanged fields leave the entries as they were

@@ -38,11 +38,13 @@ from informers.name_validation import (
 __all__ = [
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "Cause",
+    "dns1123_label_errors",
     "endpoints_errors",
     "label_key_errors",
     "label_value_errors",
     "metadata_errors",
     "name_causes",
+    "quote",
 ]
 
 Cause = tuple[str, str, str]
@@ -68,7 +70,15 @@ def _quote(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (dict, list)) or value is None:  # json.Marshal; map keys sorted
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return str(value)
+
+
+def quote(value: object) -> str:
+    """A bad value as ``field.Error.ErrorBody`` writes it: Go's ``%q`` of a string, ``%v``
+    of a number or bool, ``json.Marshal`` of anything else."""
+    return _quote(value)
 
 
 def _invalid(field: str, value: object, detail: str) -> Cause:
@@ -126,6 +136,11 @@ def _dns1035_label(value: str) -> list[str]:
     if not DNS1035_LABEL_RE.fullmatch(value):
         errors.append(_DNS1035_LABEL_MSG)
     return errors
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """``util/validation`` ``IsDNS1123Label``'s messages."""
+    return _dns1123_label(value)
 
 
 def name_causes(rule: str, name: str) -> list[Cause]:
