@@ -5,7 +5,8 @@ store (``registry/generic/registry/store.go``); the rules here are those of the 
 serves, from their ``strategy.go`` files under ``kubernetes/pkg/registry`` and from
 ``apimachinery/pkg/util/validation``: how a name must look, which empty fields the encoding
 drops, a Service's cluster IP, a pod's graceful-deletion period, a DaemonSet's template
-generation and a namespace's finalizer, label and ``Terminating`` phase. They read and change plain dicts, never the storage.
+generation and a namespace's finalizer, label and ``Terminating`` phase. They read and change
+plain dicts, never the storage.
 """
 
 from __future__ import annotations
