@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.name_validation", "informers.global_provider", "informers.keys",
         "informers.backoff", "informers.labels", "informers.label_selector", "informers.fields",
         "informers.memory", "informers.yaml_loader", "informers.resource_version",
-        "informers.conditions", "informers.deadline",
+        "informers.conditions", "informers.deadline", "informers.sharding",
     ]),
     ("list/watch protocol", [
         "informers.list_watch", "informers.reflector_options", "informers.list_progress",

@@ -1,0 +1,584 @@
+"""Shard selectors of sharded list and watch (KEP-5866): the hash, the ``shardRange`` syntax.
+
+Kubernetes v1.36 (alpha, feature gate ``ShardedListAndWatch``) lets a list or watch carry a
+``shardSelector`` query parameter such as::
+
+    shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')
+    shardRange(object.metadata.namespace, '0x0000000000000000', '0x4000000000000000')
+        || shardRange(object.metadata.namespace, '0xc000000000000000', '0x10000000000000000')
+
+An object matches when the 64-bit FNV-1a hash of the named field (its UID, or its namespace)
+lies in one of the OR-ed half-open ranges ``[start, end)``. The server echoes the selector it
+applied in the list's ``metadata.shardInfo.selector`` (:meth:`ShardSelector.__str__`'s text);
+a server without the feature ignores the parameter and answers no ``shardInfo``.
+
+This module is the client and server side of that contract, ported from
+``k8s.io/apimachinery/pkg/sharding`` (``hash.go`` ``HashField``, ``selector.go``,
+``accessor.go``) and ``k8s.io/apiserver/pkg/sharding/parser.go`` ``Parse`` at v0.36.3, with
+the same error messages. Upstream parses the expression with the CEL parser and walks the AST;
+:func:`parse` reads the same subset of CEL's grammar by hand (string, number, boolean and null
+literals, identifiers, selections, calls and CEL's operators), so an expression upstream
+accepts is accepted here with the same requirements, and the semantic errors (an unsupported
+function or field, a malformed bound, mixed keys) carry upstream's exact text. For CEL syntax
+errors only the ``CEL parse error: Syntax error:`` prefix and the common cases (a missing
+``)``) follow cel-go's ANTLR wording.
+
+Everything here is a pure function or an immutable value: safe from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "HASH_SPACE_END",
+    "NAMESPACE_KEY",
+    "SUPPORTED_KEYS",
+    "UID_KEY",
+    "ShardRange",
+    "ShardSelector",
+    "ShardSelectorError",
+    "everything",
+    "fnv1a_64",
+    "format_bound",
+    "hash_field",
+    "hex_less",
+    "parse",
+    "resolve_field_value",
+]
+
+UID_KEY = "object.metadata.uid"
+NAMESPACE_KEY = "object.metadata.namespace"
+SUPPORTED_KEYS = (UID_KEY, NAMESPACE_KEY)
+"""The fields a shard range may hash (``parser.go`` ``parseShardRangeCall``)."""
+
+HASH_SPACE_END = "0x10000000000000000"
+"""2**64, the exclusive upper bound of the last range (the only 17-digit bound allowed)."""
+
+_FNV64_OFFSET = 0xCBF29CE484222325  # Go hash/fnv offset64
+_FNV64_PRIME = 0x100000001B3  # Go hash/fnv prime64
+_MASK64 = (1 << 64) - 1
+
+
+class ShardSelectorError(ValueError):
+    """An expression :func:`parse` refuses, or an object a selector cannot hash; the message
+    is upstream's (the server answers it after ``invalid shard selector: ``)."""
+
+
+def fnv1a_64(data: bytes) -> int:
+    """The 64-bit FNV-1a hash of ``data`` (Go's ``hash/fnv.New64a``)."""
+    value = _FNV64_OFFSET
+    for byte in data:
+        value = ((value ^ byte) * _FNV64_PRIME) & _MASK64
+    return value
+
+
+def hash_field(value: str) -> str:
+    """The hash of a field's UTF-8 bytes as 16 lowercase hex digits, no ``0x``
+    (``HashField``); ``"0x" + hash_field(v)`` compares with a range's bounds."""
+    return f"{fnv1a_64(value.encode('utf-8')):016x}"
+
+
+def hex_less(a: str, b: str) -> bool:
+    """``a < b`` for ``0x``-prefixed lowercase hex of 16 digits (or :data:`HASH_SPACE_END`):
+    the longer is larger, else the strings compare (``HexLess``)."""
+    if len(a) != len(b):
+        return len(a) < len(b)
+    return a < b
+
+
+def format_bound(value: int) -> str:
+    """A range bound as the wire writes it: ``0x`` and 16 hex digits, or
+    :data:`HASH_SPACE_END` for 2**64.
+
+    Raises:
+        ValueError: ``value`` is outside ``[0, 2**64]``.
+    """
+    if not 0 <= value <= 1 << 64:
+        raise ValueError(f"a shard bound must be in [0, 2**64], got {value}")
+    return HASH_SPACE_END if value == 1 << 64 else f"0x{value:016x}"
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``%q`` for the strings these messages quote."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def resolve_field_value(obj: Mapping[str, Any], key: str) -> str:
+    """The value a range of ``key`` hashes: the object's ``metadata.uid`` or
+    ``metadata.namespace`` (empty when absent), as ``ResolveFieldValue``.
+
+    Raises:
+        ShardSelectorError: ``key`` is not one of :data:`SUPPORTED_KEYS`.
+    """
+    meta = obj.get("metadata") or {}
+    if key == UID_KEY:
+        return str(meta.get("uid") or "")
+    if key == NAMESPACE_KEY:
+        return str(meta.get("namespace") or "")
+    raise ShardSelectorError(f"unsupported field path: {_go_quote(key)}")
+
+
+@dataclass(frozen=True)
+class ShardRange:
+    """One ``shardRange(key, start, end)``: objects whose ``key`` hashes into
+    ``[start, end)`` (``ShardRangeRequirement``). Bounds are ``0x``-prefixed lowercase hex as
+    written on the wire."""
+
+    key: str
+    start: str
+    end: str
+
+    def __str__(self) -> str:
+        return f"shardRange({self.key}, '{self.start}', '{self.end}')"
+
+
+class ShardSelector:
+    """OR-ed :class:`ShardRange` requirements of one key (``sharding.Selector``); no
+    requirements selects everything. Immutable; compare by :meth:`__str__`.
+
+    Build one with :func:`parse` (from the wire) or ``ShardSelector(ranges)``; the ranges of
+    one selector must share their key (:func:`parse` enforces it, :meth:`matches` checks it).
+    """
+
+    __slots__ = ("_requirements",)
+
+    def __init__(self, requirements: tuple[ShardRange, ...] | list[ShardRange] = ()) -> None:
+        self._requirements = tuple(requirements)
+
+    @property
+    def requirements(self) -> tuple[ShardRange, ...]:
+        return self._requirements
+
+    def empty(self) -> bool:
+        """True when it selects everything (no requirement)."""
+        return not self._requirements
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` (an object as a dict) falls in one of the ranges.
+
+        Raises:
+            ShardSelectorError: the ranges name different keys (``inconsistent shard keys``).
+        """
+        if not self._requirements:
+            return True
+        key = self._requirements[0].key
+        for req in self._requirements[1:]:
+            if req.key != key:
+                raise ShardSelectorError(
+                    f"inconsistent shard keys: {_go_quote(key)} vs {_go_quote(req.key)}")
+        return self.matches_hash("0x" + hash_field(resolve_field_value(obj, key)))
+
+    def matches_hash(self, hashed: str) -> bool:
+        """Whether a ``0x``-prefixed 16-digit hash falls in one of the ranges."""
+        if not self._requirements:
+            return True
+        return any(not hex_less(hashed, r.start) and hex_less(hashed, r.end)
+                   for r in self._requirements)
+
+    def __str__(self) -> str:
+        """The wire form, ranges joined by `` || `` (what ``shardInfo.selector`` echoes)."""
+        return " || ".join(str(r) for r in self._requirements)
+
+    def __repr__(self) -> str:
+        return f"ShardSelector({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ShardSelector) and self._requirements == other._requirements
+
+    def __hash__(self) -> int:
+        return hash(self._requirements)
+
+
+def everything() -> ShardSelector:
+    """The selector that matches every object (``Everything``)."""
+    return ShardSelector()
+
+
+# -- parsing: the subset of CEL's grammar that parser.go's AST walk sees -----------------------
+
+# cel-go common/ast ExprKind values: %v of the kind prints the number.
+_CALL, _IDENT, _LIST, _LITERAL, _MAP, _SELECT, _STRUCT = 1, 3, 4, 5, 6, 7, 8
+
+
+@dataclass
+class _Expr:
+    kind: int
+    name: str = ""  # function name (call), identifier, or selected field
+    args: tuple[_Expr, ...] = ()  # call arguments; a select's operand is args[0]
+    value: Any = None  # a literal's value
+    go_type: str = ""  # a literal's Go type (%T)
+
+
+@dataclass
+class _Token:
+    kind: str  # "ident", "string", "int", "uint", "float", "bytes", "op", "eof"
+    text: str
+    value: Any = None
+
+
+_OPERATORS = ("||", "&&", "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%", "!",
+              "(", ")", "[", "]", "{", "}", ".", ",", "?", ":")
+_BINARY = {"||": "_||_", "&&": "_&&_", "==": "_==_", "!=": "_!=_", "<": "_<_", "<=": "_<=_",
+           ">": "_>_", ">=": "_>=_", "+": "_+_", "-": "_-_", "*": "_*_", "/": "_/_",
+           "%": "_%_", "in": "@in"}
+_EXPECTING_EXPRESSION = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
+                         "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+            "\\": "\\", "'": "'", '"': '"', "`": "`", "?": "?"}
+
+
+def _syntax_error(message: str) -> ShardSelectorError:
+    return ShardSelectorError(f"CEL parse error: Syntax error: {message}")
+
+
+def _escape(text: str, start: int, j: int) -> tuple[str, int]:
+    """Decode the escape at ``text[j]`` (a backslash) of a string literal begun at ``start``:
+    CEL's ``\\n``-style, ``\\xHH``, ``\\uHHHH``, ``\\UHHHHHHHH`` and ``\\NNN`` (octal)."""
+    nxt = text[j + 1] if j + 1 < len(text) else ""
+    if nxt in _ESCAPES and nxt:
+        return _ESCAPES[nxt], j + 2
+    width = {"x": 2, "X": 2, "u": 4, "U": 8}.get(nxt)
+    if width is not None:
+        digits = text[j + 2:j + 2 + width]
+        if len(digits) == width and all(c in "0123456789abcdefABCDEF" for c in digits):
+            return chr(int(digits, 16)), j + 2 + width
+    elif nxt in "0123":
+        digits = text[j + 1:j + 4]
+        if len(digits) == 3 and all(c in "01234567" for c in digits):
+            return chr(int(digits, 8)), j + 4
+    raise _syntax_error(f"token recognition error at: '{text[start:j + 2]}'")
+
+
+def _tokens(text: str) -> list[_Token]:
+    out: list[_Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n\f":
+            i += 1
+            continue
+        raw = c in "rR" and i + 1 < n and text[i + 1] in "'\""
+        if c in "'\"" or raw or (c in "bB" and i + 1 < n and text[i + 1] in "'\""):
+            j = i + (1 if (raw or c in "bB") else 0)
+            quote = text[j]
+            j += 1
+            chars: list[str] = []
+            while True:
+                if j >= n or text[j] == "\n":
+                    raise _syntax_error(f"token recognition error at: '{text[i:j]}'")
+                ch = text[j]
+                if ch == quote:
+                    j += 1
+                    break
+                if ch == "\\" and not raw:
+                    decoded, j = _escape(text, i, j)
+                    chars.append(decoded)
+                    continue
+                chars.append(ch)
+                j += 1
+            kind = "bytes" if c in "bB" else "string"
+            out.append(_Token(kind, text[i:j], "".join(chars)))
+            i = j
+            continue
+        if c.isdigit():
+            j = i
+            if text.startswith(("0x", "0X"), i):
+                j = i + 2
+                while j < n and text[j] in "0123456789abcdefABCDEF":
+                    j += 1
+                value: Any = int(text[i + 2:j], 16)
+            else:
+                while j < n and text[j].isdigit():
+                    j += 1
+                is_float = j < n and text[j] == "." and j + 1 < n and text[j + 1].isdigit()
+                if is_float:
+                    j += 1
+                    while j < n and text[j].isdigit():
+                        j += 1
+                    out.append(_Token("float", text[i:j], float(text[i:j])))
+                    i = j
+                    continue
+                value = int(text[i:j])
+            kind = "int"
+            if j < n and text[j] in "uU":
+                j += 1
+                kind = "uint"
+            out.append(_Token(kind, text[i:j], value))
+            i = j
+            continue
+        if c.isalpha() or c == "_":
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            out.append(_Token("ident", text[i:j]))
+            i = j
+            continue
+        for op in _OPERATORS:
+            if text.startswith(op, i):
+                out.append(_Token("op", op))
+                i += len(op)
+                break
+        else:  # ANTLR quotes what it read trying to match a token ('|' of '||')
+            bad = text[i:i + 2] if c in "|&=" and i + 1 < n else c
+            raise _syntax_error(f"token recognition error at: '{bad}'")
+    out.append(_Token("eof", "<EOF>"))
+    return out
+
+
+class _Parser:
+    """Recursive descent over CEL's precedence levels (cel-go ``parser/gen/CEL.g4``)."""
+
+    def __init__(self, text: str) -> None:
+        self.toks = _tokens(text)
+        self.pos = 0
+
+    def peek(self) -> _Token:
+        return self.toks[self.pos]
+
+    def take(self) -> _Token:
+        tok = self.toks[self.pos]
+        if tok.kind != "eof":
+            self.pos += 1
+        return tok
+
+    def is_op(self, *ops: str) -> bool:
+        tok = self.peek()
+        return tok.kind == "op" and tok.text in ops
+
+    def expect(self, op: str) -> None:
+        tok = self.peek()
+        if not (tok.kind == "op" and tok.text == op):
+            if tok.kind == "eof":  # ANTLR's single-token insertion
+                raise _syntax_error(f"missing '{op}' at '<EOF>'")
+            raise _syntax_error(f"mismatched input '{tok.text}' expecting '{op}'")
+        self.take()
+
+    def parse(self) -> _Expr:
+        expr = self.expr()
+        tok = self.peek()
+        if tok.kind != "eof":
+            raise _syntax_error(f"extraneous input '{tok.text}' expecting <EOF>")
+        return expr
+
+    def expr(self) -> _Expr:
+        cond = self.binary(0)
+        if self.is_op("?"):
+            self.take()
+            then = self.binary(0)
+            self.expect(":")
+            other = self.expr()
+            return _Expr(_CALL, "_?_:_", (cond, then, other))
+        return cond
+
+    _LEVELS: tuple[tuple[str, ...], ...] = (
+        ("||",), ("&&",), ("==", "!=", "<", "<=", ">", ">=", "in"), ("+", "-"), ("*", "/", "%"))
+
+    def binary(self, level: int) -> _Expr:
+        if level == len(self._LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        ops = self._LEVELS[level]
+        while True:
+            tok = self.peek()
+            if not (tok.kind in ("op", "ident") and tok.text in ops):
+                return left
+            self.take()
+            right = self.binary(level + 1)
+            left = _Expr(_CALL, _BINARY[tok.text], (left, right))
+
+    def unary(self) -> _Expr:
+        if self.is_op("!"):
+            self.take()
+            return _Expr(_CALL, "!_", (self.unary(),))
+        if self.is_op("-"):
+            self.take()
+            tok = self.peek()
+            if tok.kind in ("int", "float"):
+                self.take()
+                return self.literal(tok, negate=True)
+            return _Expr(_CALL, "-_", (self.unary(),))
+        return self.member()
+
+    def member(self) -> _Expr:
+        expr = self.primary()
+        while True:
+            if self.is_op("."):
+                self.take()
+                tok = self.take()
+                if tok.kind != "ident":
+                    raise _syntax_error(f"no viable alternative at input '.{tok.text}'")
+                if self.is_op("("):  # a receiver call: its target is not an argument
+                    expr = _Expr(_CALL, tok.text, self.call_args())
+                else:
+                    expr = _Expr(_SELECT, tok.text, (expr,))
+            elif self.is_op("["):
+                self.take()
+                index = self.expr()
+                self.expect("]")
+                expr = _Expr(_CALL, "_[_]", (expr, index))
+            else:
+                return expr
+
+    def call_args(self) -> tuple[_Expr, ...]:
+        self.expect("(")
+        args: list[_Expr] = []
+        if not self.is_op(")"):
+            args.append(self.expr())
+            while self.is_op(","):
+                self.take()
+                args.append(self.expr())
+        self.expect(")")
+        return tuple(args)
+
+    def primary(self) -> _Expr:
+        tok = self.peek()
+        if tok.kind == "ident":
+            self.take()
+            if tok.text in ("true", "false"):
+                return _Expr(_LITERAL, value=tok.text == "true", go_type="bool")
+            if tok.text == "null":
+                return _Expr(_LITERAL, value=None, go_type="structpb.NullValue")
+            if self.is_op("("):
+                return _Expr(_CALL, tok.text, self.call_args())
+            if self.is_op("{"):
+                self.skip_group("{", "}")
+                return _Expr(_STRUCT, tok.text)
+            return _Expr(_IDENT, tok.text)
+        if tok.kind in ("string", "bytes", "int", "uint", "float"):
+            self.take()
+            return self.literal(tok)
+        if self.is_op("("):
+            self.take()
+            inner = self.expr()
+            self.expect(")")
+            return inner
+        if self.is_op("["):
+            self.skip_group("[", "]")
+            return _Expr(_LIST)
+        if self.is_op("{"):
+            self.skip_group("{", "}")
+            return _Expr(_MAP)
+        if self.is_op("."):  # a leading dot: a fully qualified identifier
+            self.take()
+            return self.primary()
+        raise _syntax_error(f"mismatched input '{tok.text}' expecting {_EXPECTING_EXPRESSION}")
+
+    def skip_group(self, open_: str, close: str) -> None:
+        """Read a list, map or message literal: the walk only needs its kind."""
+        self.expect(open_)
+        while not self.is_op(close):
+            if self.peek().kind == "eof":
+                raise _syntax_error(f"missing '{close}' at '<EOF>'")
+            self.expr()
+            if self.is_op(":"):
+                self.take()
+                self.expr()
+            if self.is_op(","):
+                self.take()
+        self.take()
+
+    @staticmethod
+    def literal(tok: _Token, negate: bool = False) -> _Expr:
+        value = -tok.value if negate else tok.value
+        go_type = {"string": "string", "bytes": "[]uint8", "int": "int64", "uint": "uint64",
+                   "float": "float64"}[tok.kind]
+        return _Expr(_LITERAL, value=value, go_type=go_type)
+
+
+def parse(expr: str) -> ShardSelector:
+    """Parse a ``shardSelector`` (``k8s.io/apiserver/pkg/sharding`` ``Parse``).
+
+    Only ``shardRange(field, 'start', 'end')`` calls joined by ``||`` are allowed; ``field`` is
+    ``object.metadata.uid`` or ``object.metadata.namespace``, the same in every range; the
+    bounds are string literals of ``0x`` and exactly 16 lowercase hex digits (or
+    :data:`HASH_SPACE_END`), ``start < end``.
+
+    Raises:
+        ShardSelectorError: with upstream's message (``empty shard selector is not allowed;
+            omit the parameter for unfiltered lists`` for a blank expression).
+    """
+    expr = expr.strip()
+    if not expr:
+        raise ShardSelectorError(
+            "empty shard selector is not allowed; omit the parameter for unfiltered lists")
+    reqs = _walk(_Parser(expr).parse())
+    for req in reqs[1:]:
+        if req.key != reqs[0].key:
+            raise ShardSelectorError(
+                f"all shard ranges must use the same field, got {_go_quote(reqs[0].key)} and "
+                f"{_go_quote(req.key)}")
+    return ShardSelector(reqs)
+
+
+def _walk(e: _Expr) -> list[ShardRange]:
+    if e.kind == _CALL:
+        if e.name == "_||_":
+            return _walk(e.args[0]) + _walk(e.args[1])
+        if e.name == "shardRange":
+            return [_shard_range(e)]
+        raise ShardSelectorError(
+            f"unsupported function {_go_quote(e.name)}; only shardRange() and || are allowed")
+    raise ShardSelectorError(
+        f"unexpected expression kind {e.kind}; expected shardRange() call or || operator")
+
+
+def _shard_range(call: _Expr) -> ShardRange:
+    args = call.args
+    if len(args) != 3:
+        raise ShardSelectorError(f"shardRange() requires exactly 3 arguments, got {len(args)}")
+    path = _field_path(args[0])
+    if path not in SUPPORTED_KEYS:
+        raise ShardSelectorError(
+            f"unsupported field path {_go_quote(path)}; supported: object.metadata.uid, "
+            "object.metadata.namespace")
+    start = _hex_literal(args[1], "hexStart")
+    end = _hex_literal(args[2], "hexEnd")
+    if not hex_less(start, end):
+        raise ShardSelectorError(f"shard range start {start} must be less than end {end}")
+    return ShardRange(path, start, end)
+
+
+def _field_path(e: _Expr) -> str:
+    if e.kind == _IDENT:
+        return e.name
+    if e.kind == _SELECT:
+        return _field_path(e.args[0]) + "." + e.name
+    raise ShardSelectorError(
+        "shardRange() first argument: expected field path (e.g. object.metadata.uid), got "
+        f"expression kind {e.kind}")
+
+
+def _hex_literal(e: _Expr, name: str) -> str:
+    if e.kind != _LITERAL:
+        raise ShardSelectorError(
+            f"{name} must be a string literal (e.g. '0xff'), got expression kind {e.kind}")
+    if e.go_type != "string":
+        raise ShardSelectorError(f"{name} must be a string literal, got {e.go_type}")
+    s: str = e.value
+    if not s.startswith("0x"):
+        raise ShardSelectorError(f"{name} must have '0x' prefix, got {_go_quote(s)}")
+    digits = s[2:]
+    if not digits:
+        raise ShardSelectorError(f"{name}: hex value is required after '0x'")
+    if len(digits) > 17:
+        raise ShardSelectorError(
+            f"{name}: hex value too long ({len(digits)} chars, max 17): {_go_quote(digits)}")
+    for c in digits:
+        if c not in "0123456789abcdef":
+            raise ShardSelectorError(
+                f"{name}: invalid hex character {_go_quote(c)} in {_go_quote(s)}")
+    if len(digits) == 17:
+        if s != HASH_SPACE_END:
+            raise ShardSelectorError(
+                f"{name}: 17-digit hex value must be '0x10000000000000000' (2^64), got "
+                f"{_go_quote(s)}")
+    elif len(digits) != 16:
+        padded = "0x" + "0" * (16 - len(digits)) + digits
+        raise ShardSelectorError(
+            f"{name} must be a 0x-prefixed 16-digit hex value, got {_go_quote(s)} "
+            f"(did you mean {_go_quote(padded)}?)")
+    return s
