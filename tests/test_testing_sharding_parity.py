@@ -215,3 +215,41 @@ def test_a_server_without_the_feature_ignores_the_selector():
 def test_unknown_feature_gates_are_refused():
     with pytest.raises(ValueError, match=r"^unrecognized feature gate: NoSuchGate$"):
         ApiServer(feature_gates={"NoSuchGate": True})
+
+
+def test_custom_resources_are_filtered_without_shard_info(any_api_server):
+    # kube-apiserver filters custom resources too, but its UnstructuredList does not implement
+    # metav1.ShardedListInterface: no shardInfo in their lists.
+    from informers.testing.crd_installer import install_crds, uninstall_crds
+
+    server = any_api_server
+    group = f"{server.namespace}.shard.example.com"  # unique on the shared control plane
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"widgets.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    api = server.api_client()
+    try:
+        install_crds(api, crds=[crd])
+        base = f"/apis/{group}/v1/namespaces/{server.namespace}/widgets"
+        hashes = {}
+        while min(len(in_range(hashes, "0x0000000000000000", HALF)),
+                  len(in_range(hashes, HALF, sharding.HASH_SPACE_END))) < 1:
+            assert len(hashes) < 40
+            code, made = wire.call(server, "POST", base, {
+                "apiVersion": f"{group}/v1", "kind": "Widget",
+                "metadata": {"name": f"w-{len(hashes)}"}})
+            assert code == 201, made
+            hashes[made["metadata"]["name"]] = "0x" + sharding.hash_field(
+                made["metadata"]["uid"])
+        code, body = wire.call(server, "GET", base + "?shardSelector=" + quote(LOW, safe=""))
+        assert (code, names(body)) == (200, in_range(hashes, "0x0000000000000000", HALF))
+        assert "shardInfo" not in body["metadata"]
+        code, body = wire.call(server, "GET", base + "?shardSelector=foo(1)")
+        assert code == 500
+    finally:
+        uninstall_crds(api, [crd])
+        api.close()

@@ -293,7 +293,10 @@ class Endpoints:
                 meta["continue"] = encode_continue(snap.rv, items[-1].key)
                 if predicate.attributes_empty:  # only without label and field selectors
                     meta["remainingItemCount"] = remaining
-        if predicate.shard is not None:  # selection_predicate.go SetShardInfoOnList
+        if predicate.shard is not None and rt.builtin:
+            # selection_predicate.go SetShardInfoOnList sets it on lists implementing
+            # metav1.ShardedListInterface; a custom resource's UnstructuredList does not, so
+            # kube-apiserver v1.36.3 filters custom resources but answers no shardInfo.
             meta["shardInfo"] = {"selector": str(predicate.shard)}
         if rt.builtin:
             bodies = [e.body for e in items]
