@@ -243,3 +243,35 @@ def test_an_invalid_dry_run_is_422_on_the_verbs_options(any_api_server, method, 
         422, f'{kind}.meta.k8s.io "" is invalid: dryRun: {message}', "Invalid",
         {"group": "meta.k8s.io", "kind": kind, "causes": [
             {"reason": "FieldValueNotSupported", "message": message, "field": "dryRun"}]}))
+
+
+def test_dry_run_deletes_of_pods_and_namespaces(any_api_server):
+    server = any_api_server
+    spec = {"containers": [{"name": "c", "image": "example.invalid/c"}],
+            "terminationGracePeriodSeconds": 30}
+    unbound = server.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "free"},
+                             "spec": spec})
+    bound = server.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound"},
+                           "spec": {**spec, "nodeName": "node-1"}})
+    pods = f"/api/v1/namespaces/{server.namespace}/pods"
+    # An unbound pod would go at once, after its graceful-deletion mark with period 0: the
+    # dry-run answers the marked pod (pods return the deleted object).
+    code, body = wire.call(server, "DELETE", f"{pods}/free?dryRun=All")
+    assert (code, body["kind"], "deletionTimestamp" in body["metadata"],
+            body["metadata"]["deletionGracePeriodSeconds"],
+            body["metadata"]["resourceVersion"]) == (
+        200, "Pod", True, 0, unbound["metadata"]["resourceVersion"])
+    # A bound pod would be marked with its grace period.
+    code, body = wire.call(server, "DELETE", f"{pods}/bound?dryRun=All")
+    assert (code, body["metadata"]["deletionGracePeriodSeconds"],
+            body["metadata"]["resourceVersion"]) == (
+        200, 30, bound["metadata"]["resourceVersion"])
+    assert "deletionTimestamp" in body["metadata"]
+    # A namespace would be marked Terminating.
+    code, body = wire.call(server, "DELETE", f"/api/v1/namespaces/{server.namespace}?dryRun=All")
+    assert (code, body["kind"], body["status"]["phase"]) == (200, "Namespace", "Terminating")
+    assert "deletionTimestamp" in body["metadata"]
+    for name in ("free", "bound"):
+        assert "deletionTimestamp" not in server.get("pods", server.namespace, name)["metadata"]
+    stored = server.get("namespaces", None, server.namespace)
+    assert stored["status"]["phase"] == "Active"

@@ -253,3 +253,14 @@ def test_custom_resources_are_filtered_without_shard_info(any_api_server):
     finally:
         uninstall_crds(api, [crd])
         api.close()
+
+
+def test_deletecollection_honours_the_shard_selector(any_api_server):
+    # store.go DeleteCollection lists with the request's ListOptions, shardSelector included.
+    server = any_api_server
+    hashes = make_config_maps(server, 4)
+    code, body = wire.call(server, "DELETE", list_path(server, LOW))
+    assert code == 200, body
+    assert names(body) == in_range(hashes, "0x0000000000000000", HALF)
+    assert [o["metadata"]["name"] for o in server.list("configmaps", server.namespace)] == (
+        in_range(hashes, HALF, sharding.HASH_SPACE_END))

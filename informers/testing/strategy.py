@@ -506,10 +506,10 @@ class Strategy:
         self, rt: ResourceType, current: Entry, obj: dict[str, Any], grace: int | None
     ) -> tuple[Entry, bool]:
         """What a delete would answer, storing nothing (``store.go`` ``Delete`` with
-        ``dryRun``): an object the delete would only mark (finalizers, a pod's grace period, a
-        namespace's ``Terminating`` phase) is answered marked, at its stored resourceVersion;
-        one it would remove is answered as stored, and the endpoint turns that into the
-        ``Status`` or the object, as for a real removal."""
+        ``dryRun``): an object with finalizers, a pod (graceful deletion: marked even with
+        period 0) and a namespace (``Terminating``) are answered marked, at their stored
+        resourceVersion; any other is answered as stored, and the endpoint turns that into
+        the ``Status`` or the object, as for a real removal."""
         meta = obj["metadata"]
         if meta.get("deletionTimestamp"):
             pending = meta.get("deletionGracePeriodSeconds")
@@ -527,12 +527,15 @@ class Strategy:
                              "phase": TERMINATING}
             return self._storage.preview(rt, obj), False
         period = pod_grace_period(obj, grace) if is_pods(rt) else 0
-        if period > 0 or meta.get("finalizers"):
+        if is_pods(rt) or meta.get("finalizers"):
+            # The dry-run graceful update's object, returned as is (store.go Delete: "Going
+            # further in this function is not useful when we are performing a dry-run").
             moment = self._clock.wall() + datetime.timedelta(seconds=period)
             meta["deletionTimestamp"] = rfc3339(moment)
             meta["deletionGracePeriodSeconds"] = period
             self._bump_generation(rt, meta)
-            return self._storage.preview(rt, obj), False
+            gone = period == 0 and not meta.get("finalizers")
+            return self._storage.preview(rt, obj), gone
         return current, True
 
     def _delete_pod(
