@@ -14,6 +14,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces a new cluster has (kube-apiserver's system namespaces controller)."""
 
-FEATURE_GATES: Mapping[str, bool] = {"ShardedListAndWatch": True}
+FEATURE_GATES: Mapping[str, bool] = MappingProxyType({"ShardedListAndWatch": True})
 """The feature gates the embedded server knows and their defaults (``ApiServer(feature_gates=)``
 overrides them). ``ShardedListAndWatch`` is alpha, off by default, in kube-apiserver v1.36
 (``apiserver/pkg/features/kube_features.go``); here it is on, so clients can be tested with it."""
