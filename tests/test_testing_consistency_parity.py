@@ -275,3 +275,24 @@ def test_dry_run_deletes_of_pods_and_namespaces(any_api_server):
         assert "deletionTimestamp" not in server.get("pods", server.namespace, name)["metadata"]
     stored = server.get("namespaces", None, server.namespace)
     assert stored["status"]["phase"] == "Active"
+
+
+def test_a_watch_from_a_future_version_waits_quietly(any_api_server):
+    # A watch (not streaming) from a version the server has not reached sends nothing until
+    # its timeout: no 504 and no ERROR event (the watch cache waits for the version).
+    server = any_api_server
+    future = int(server.resource_version) + 1000
+    code, text = wire.call(server, "GET", cm_path(server) +
+                           f"?watch=1&resourceVersion={future}&timeoutSeconds=1")
+    assert (code, text) == (200, "")
+
+
+def test_not_found_bodies_name_the_resource_and_group(any_api_server):
+    server = any_api_server
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{server.namespace}/leases/missing"
+    assert wire.call(server, "GET", path) == (404, status(
+        404, 'leases.coordination.k8s.io "missing" not found', "NotFound",
+        {"name": "missing", "group": "coordination.k8s.io", "kind": "leases"}))
+    assert wire.call(server, "GET", cm_path(server, "missing")) == (404, status(
+        404, 'configmaps "missing" not found', "NotFound",
+        {"name": "missing", "kind": "configmaps"}))
