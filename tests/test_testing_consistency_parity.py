@@ -296,3 +296,21 @@ def test_not_found_bodies_name_the_resource_and_group(any_api_server):
     assert wire.call(server, "GET", cm_path(server, "missing")) == (404, status(
         404, 'configmaps "missing" not found', "NotFound",
         {"name": "missing", "kind": "configmaps"}))
+
+
+def test_a_dry_run_create_is_validated_and_named(any_api_server):
+    server = any_api_server
+    server.create(config_map("taken"))
+    path = cm_path(server) + "?dryRun=All"
+    code, body = wire.call(server, "POST", path, {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}})
+    assert (code, body["metadata"]["name"].startswith("gen-"),
+            len(body["metadata"]["name"])) == (201, True, len("gen-") + 5)
+    code, body = wire.call(server, "POST", path, config_map("taken"))
+    assert (code, body["reason"], body["message"]) == (
+        409, "AlreadyExists", 'configmaps "taken" already exists')
+    code, body = wire.call(server, "POST", path, config_map("Not_Valid"))
+    assert (code, body["reason"], [c["field"] for c in body["details"]["causes"]]) == (
+        422, "Invalid", ["metadata.name"])
+    assert [o["metadata"]["name"] for o in server.list("configmaps", server.namespace)] == [
+        "taken"]
