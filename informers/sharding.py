@@ -41,6 +41,7 @@ __all__ = [
     "ShardRange",
     "ShardSelector",
     "ShardSelectorError",
+    "even_split",
     "everything",
     "fnv1a_64",
     "format_bound",
@@ -196,6 +197,24 @@ class ShardSelector:
 def everything() -> ShardSelector:
     """The selector that matches every object (``Everything``)."""
     return ShardSelector()
+
+
+def even_split(count: int, key: str = UID_KEY) -> list[ShardSelector]:
+    """``count`` selectors splitting the hash space into equal contiguous ranges, shard ``i``
+    holding ``[i * 2**64 // count, (i + 1) * 2**64 // count)``: the splits the
+    ``shardSelector`` field documents (``apimachinery/pkg/apis/meta/v1/types.go``: for 2,
+    ``0x0000000000000000``-``0x8000000000000000`` and ``0x8000000000000000``-
+    ``0x10000000000000000``). Together they cover every hash exactly once.
+
+    Raises:
+        ValueError: ``count`` < 1, or ``key`` not in :data:`SUPPORTED_KEYS`.
+    """
+    if count < 1:
+        raise ValueError(f"a split needs at least one shard, got {count}")
+    if key not in SUPPORTED_KEYS:
+        raise ValueError(f"unsupported shard key {key!r}; supported: {', '.join(SUPPORTED_KEYS)}")
+    bounds = [format_bound(i * (1 << 64) // count) for i in range(count + 1)]
+    return [ShardSelector([ShardRange(key, bounds[i], bounds[i + 1])]) for i in range(count)]
 
 
 # -- parsing: the subset of CEL's grammar that parser.go's AST walk sees -----------------------

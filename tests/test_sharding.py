@@ -228,3 +228,29 @@ def test_parse_accepts_what_cel_accepts():
     assert str(sharding.parse(
         "object.shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
     )) == "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+
+
+def test_even_split_gives_the_documented_splits():
+    # apimachinery/pkg/apis/meta/v1/types.go ListOptions.ShardSelector: the 2- and 4-shard
+    # splits it documents.
+    assert [str(s) for s in sharding.even_split(2)] == [
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+        "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"]
+    assert [str(s) for s in sharding.even_split(4)] == [
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x4000000000000000')",
+        "shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000')",
+        "shardRange(object.metadata.uid, '0x8000000000000000', '0xc000000000000000')",
+        "shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')"]
+    assert [str(s) for s in sharding.even_split(1, NS)] == [
+        "shardRange(object.metadata.namespace, '0x0000000000000000', '0x10000000000000000')"]
+    # Every split parses back, and each object lands in exactly one shard.
+    for count in (1, 3, 5, 7):
+        shards = sharding.even_split(count)
+        assert [sharding.parse(str(s)) for s in shards] == shards
+        for uid in ("a", "b", "test-uid-123", "ffff", ""):
+            obj = {"metadata": {"uid": uid}}
+            assert sum(s.matches(obj) for s in shards) == 1
+    with pytest.raises(ValueError):
+        sharding.even_split(0)
+    with pytest.raises(ValueError):
+        sharding.even_split(2, "object.metadata.name")
