@@ -233,10 +233,7 @@ class Predicate:
     def _shard_matches(self, entry: Entry) -> bool:
         assert self.shard is not None
         key = self.shard.requirements[0].key
-        if key == sharding.NAMESPACE_KEY:
-            value = entry.namespace
-        else:
-            value = str((entry.decode().get("metadata") or {}).get("uid") or "")
+        value = entry.namespace if key == sharding.NAMESPACE_KEY else entry.uid
         return self.shard.matches_hash("0x" + sharding.hash_field(value))
 
 
