@@ -254,3 +254,23 @@ def test_even_split_gives_the_documented_splits():
         sharding.even_split(0)
     with pytest.raises(ValueError):
         sharding.even_split(2, "object.metadata.name")
+
+
+# -- accessor_test.go ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field_path,want", [
+    ("object.metadata.uid", "test-uid-123"),
+    ("object.metadata.namespace", "test-namespace"),
+    ("object.metadata.name", None),
+    ("object.metadata.labels", None),
+    ("invalid.path", None),
+])
+def test_resolve_field_value(field_path, want):
+    if want is None:
+        with pytest.raises(ShardSelectorError) as info:
+            sharding.resolve_field_value(OBJ, field_path)
+        assert str(info.value) == f'unsupported field path: "{field_path}"'
+    else:
+        assert sharding.resolve_field_value(OBJ, field_path) == want
+    # A cluster-scoped object hashes the empty namespace, as Go's accessor answers "".
+    assert sharding.resolve_field_value({"metadata": {"name": "n"}}, NS) == ""
