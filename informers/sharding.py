@@ -16,12 +16,10 @@ This module is the client and server side of that contract, ported from
 ``k8s.io/apimachinery/pkg/sharding`` (``hash.go`` ``HashField``, ``selector.go``,
 ``accessor.go``) and ``k8s.io/apiserver/pkg/sharding/parser.go`` ``Parse`` at v0.36.3, with
 the same error messages. Upstream parses the expression with the CEL parser and walks the AST;
-:func:`parse` reads the same subset of CEL's grammar by hand (string, number, boolean and null
-literals, identifiers, selections, calls and CEL's operators), so an expression upstream
+:func:`parse` walks the AST :mod:`informers.cel_syntax` reads, so an expression upstream
 accepts is accepted here with the same requirements, and the semantic errors (an unsupported
-function or field, a malformed bound, mixed keys) carry upstream's exact text. For CEL syntax
-errors only the ``CEL parse error: Syntax error:`` prefix and the common cases (a missing
-``)``) follow cel-go's ANTLR wording.
+function or field, a malformed bound, mixed keys) carry upstream's exact text; CEL syntax
+errors are worded as cel-go words the common ones.
 
 Everything here is a pure function or an immutable value: safe from any thread.
 """
@@ -32,6 +30,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from informers.cel_syntax import (
+    CALL,
+    IDENT,
+    LITERAL,
+    SELECT,
+    CELSyntaxError,
+    Expr,
+    parse_expression,
+)
 
 __all__ = [
     "HASH_SPACE_END",
@@ -217,297 +225,6 @@ def even_split(count: int, key: str = UID_KEY) -> list[ShardSelector]:
     return [ShardSelector([ShardRange(key, bounds[i], bounds[i + 1])]) for i in range(count)]
 
 
-# -- parsing: the subset of CEL's grammar that parser.go's AST walk sees -----------------------
-
-# cel-go common/ast ExprKind values: %v of the kind prints the number.
-_CALL, _IDENT, _LIST, _LITERAL, _MAP, _SELECT, _STRUCT = 1, 3, 4, 5, 6, 7, 8
-
-
-@dataclass
-class _Expr:
-    kind: int
-    name: str = ""  # function name (call), identifier, or selected field
-    args: tuple[_Expr, ...] = ()  # call arguments; a select's operand is args[0]
-    value: Any = None  # a literal's value
-    go_type: str = ""  # a literal's Go type (%T)
-
-
-@dataclass
-class _Token:
-    kind: str  # "ident", "string", "int", "uint", "float", "bytes", "op", "eof"
-    text: str
-    value: Any = None
-
-
-_OPERATORS = ("||", "&&", "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%", "!",
-              "(", ")", "[", "]", "{", "}", ".", ",", "?", ":")
-_BINARY = {"||": "_||_", "&&": "_&&_", "==": "_==_", "!=": "_!=_", "<": "_<_", "<=": "_<=_",
-           ">": "_>_", ">=": "_>=_", "+": "_+_", "-": "_-_", "*": "_*_", "/": "_/_",
-           "%": "_%_", "in": "@in"}
-_EXPECTING_EXPRESSION = ("{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
-                         "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
-            "\\": "\\", "'": "'", '"': '"', "`": "`", "?": "?"}
-
-
-def _syntax_error(message: str) -> ShardSelectorError:
-    return ShardSelectorError(f"CEL parse error: Syntax error: {message}")
-
-
-def _escape(text: str, start: int, j: int) -> tuple[str, int]:
-    """Decode the escape at ``text[j]`` (a backslash) of a string literal begun at ``start``:
-    CEL's ``\\n``-style, ``\\xHH``, ``\\uHHHH``, ``\\UHHHHHHHH`` and ``\\NNN`` (octal)."""
-    nxt = text[j + 1] if j + 1 < len(text) else ""
-    if nxt in _ESCAPES and nxt:
-        return _ESCAPES[nxt], j + 2
-    width = {"x": 2, "X": 2, "u": 4, "U": 8}.get(nxt)
-    if width is not None:
-        digits = text[j + 2:j + 2 + width]
-        if len(digits) == width and all(c in "0123456789abcdefABCDEF" for c in digits):
-            return chr(int(digits, 16)), j + 2 + width
-    elif nxt in "0123":
-        digits = text[j + 1:j + 4]
-        if len(digits) == 3 and all(c in "01234567" for c in digits):
-            return chr(int(digits, 8)), j + 4
-    raise _syntax_error(f"token recognition error at: '{text[start:j + 2]}'")
-
-
-def _tokens(text: str) -> list[_Token]:
-    out: list[_Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in " \t\r\n\f":
-            i += 1
-            continue
-        raw = c in "rR" and i + 1 < n and text[i + 1] in "'\""
-        if c in "'\"" or raw or (c in "bB" and i + 1 < n and text[i + 1] in "'\""):
-            j = i + (1 if (raw or c in "bB") else 0)
-            quote = text[j]
-            j += 1
-            chars: list[str] = []
-            while True:
-                if j >= n or text[j] == "\n":
-                    raise _syntax_error(f"token recognition error at: '{text[i:j]}'")
-                ch = text[j]
-                if ch == quote:
-                    j += 1
-                    break
-                if ch == "\\" and not raw:
-                    decoded, j = _escape(text, i, j)
-                    chars.append(decoded)
-                    continue
-                chars.append(ch)
-                j += 1
-            kind = "bytes" if c in "bB" else "string"
-            out.append(_Token(kind, text[i:j], "".join(chars)))
-            i = j
-            continue
-        if c.isdigit():
-            j = i
-            if text.startswith(("0x", "0X"), i):
-                j = i + 2
-                while j < n and text[j] in "0123456789abcdefABCDEF":
-                    j += 1
-                value: Any = int(text[i + 2:j], 16)
-            else:
-                while j < n and text[j].isdigit():
-                    j += 1
-                is_float = j < n and text[j] == "." and j + 1 < n and text[j + 1].isdigit()
-                if is_float:
-                    j += 1
-                    while j < n and text[j].isdigit():
-                        j += 1
-                    out.append(_Token("float", text[i:j], float(text[i:j])))
-                    i = j
-                    continue
-                value = int(text[i:j])
-            kind = "int"
-            if j < n and text[j] in "uU":
-                j += 1
-                kind = "uint"
-            out.append(_Token(kind, text[i:j], value))
-            i = j
-            continue
-        if c.isalpha() or c == "_":
-            j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            out.append(_Token("ident", text[i:j]))
-            i = j
-            continue
-        for op in _OPERATORS:
-            if text.startswith(op, i):
-                out.append(_Token("op", op))
-                i += len(op)
-                break
-        else:  # ANTLR quotes what it read trying to match a token ('|' of '||')
-            bad = text[i:i + 2] if c in "|&=" and i + 1 < n else c
-            raise _syntax_error(f"token recognition error at: '{bad}'")
-    out.append(_Token("eof", "<EOF>"))
-    return out
-
-
-class _Parser:
-    """Recursive descent over CEL's precedence levels (cel-go ``parser/gen/CEL.g4``)."""
-
-    def __init__(self, text: str) -> None:
-        self.toks = _tokens(text)
-        self.pos = 0
-
-    def peek(self) -> _Token:
-        return self.toks[self.pos]
-
-    def take(self) -> _Token:
-        tok = self.toks[self.pos]
-        if tok.kind != "eof":
-            self.pos += 1
-        return tok
-
-    def is_op(self, *ops: str) -> bool:
-        tok = self.peek()
-        return tok.kind == "op" and tok.text in ops
-
-    def expect(self, op: str) -> None:
-        tok = self.peek()
-        if not (tok.kind == "op" and tok.text == op):
-            if tok.kind == "eof":  # ANTLR's single-token insertion
-                raise _syntax_error(f"missing '{op}' at '<EOF>'")
-            raise _syntax_error(f"mismatched input '{tok.text}' expecting '{op}'")
-        self.take()
-
-    def parse(self) -> _Expr:
-        expr = self.expr()
-        tok = self.peek()
-        if tok.kind != "eof":
-            raise _syntax_error(f"extraneous input '{tok.text}' expecting <EOF>")
-        return expr
-
-    def expr(self) -> _Expr:
-        cond = self.binary(0)
-        if self.is_op("?"):
-            self.take()
-            then = self.binary(0)
-            self.expect(":")
-            other = self.expr()
-            return _Expr(_CALL, "_?_:_", (cond, then, other))
-        return cond
-
-    _LEVELS: tuple[tuple[str, ...], ...] = (
-        ("||",), ("&&",), ("==", "!=", "<", "<=", ">", ">=", "in"), ("+", "-"), ("*", "/", "%"))
-
-    def binary(self, level: int) -> _Expr:
-        if level == len(self._LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        ops = self._LEVELS[level]
-        while True:
-            tok = self.peek()
-            if not (tok.kind in ("op", "ident") and tok.text in ops):
-                return left
-            self.take()
-            right = self.binary(level + 1)
-            left = _Expr(_CALL, _BINARY[tok.text], (left, right))
-
-    def unary(self) -> _Expr:
-        if self.is_op("!"):
-            self.take()
-            return _Expr(_CALL, "!_", (self.unary(),))
-        if self.is_op("-"):
-            self.take()
-            tok = self.peek()
-            if tok.kind in ("int", "float"):
-                self.take()
-                return self.literal(tok, negate=True)
-            return _Expr(_CALL, "-_", (self.unary(),))
-        return self.member()
-
-    def member(self) -> _Expr:
-        expr = self.primary()
-        while True:
-            if self.is_op("."):
-                self.take()
-                tok = self.take()
-                if tok.kind != "ident":
-                    raise _syntax_error(f"no viable alternative at input '.{tok.text}'")
-                if self.is_op("("):  # a receiver call: its target is not an argument
-                    expr = _Expr(_CALL, tok.text, self.call_args())
-                else:
-                    expr = _Expr(_SELECT, tok.text, (expr,))
-            elif self.is_op("["):
-                self.take()
-                index = self.expr()
-                self.expect("]")
-                expr = _Expr(_CALL, "_[_]", (expr, index))
-            else:
-                return expr
-
-    def call_args(self) -> tuple[_Expr, ...]:
-        self.expect("(")
-        args: list[_Expr] = []
-        if not self.is_op(")"):
-            args.append(self.expr())
-            while self.is_op(","):
-                self.take()
-                args.append(self.expr())
-        self.expect(")")
-        return tuple(args)
-
-    def primary(self) -> _Expr:
-        tok = self.peek()
-        if tok.kind == "ident":
-            self.take()
-            if tok.text in ("true", "false"):
-                return _Expr(_LITERAL, value=tok.text == "true", go_type="bool")
-            if tok.text == "null":
-                return _Expr(_LITERAL, value=None, go_type="structpb.NullValue")
-            if self.is_op("("):
-                return _Expr(_CALL, tok.text, self.call_args())
-            if self.is_op("{"):
-                self.skip_group("{", "}")
-                return _Expr(_STRUCT, tok.text)
-            return _Expr(_IDENT, tok.text)
-        if tok.kind in ("string", "bytes", "int", "uint", "float"):
-            self.take()
-            return self.literal(tok)
-        if self.is_op("("):
-            self.take()
-            inner = self.expr()
-            self.expect(")")
-            return inner
-        if self.is_op("["):
-            self.skip_group("[", "]")
-            return _Expr(_LIST)
-        if self.is_op("{"):
-            self.skip_group("{", "}")
-            return _Expr(_MAP)
-        if self.is_op("."):  # a leading dot: a fully qualified identifier
-            self.take()
-            return self.primary()
-        raise _syntax_error(f"mismatched input '{tok.text}' expecting {_EXPECTING_EXPRESSION}")
-
-    def skip_group(self, open_: str, close: str) -> None:
-        """Read a list, map or message literal: the walk only needs its kind."""
-        self.expect(open_)
-        while not self.is_op(close):
-            if self.peek().kind == "eof":
-                raise _syntax_error(f"missing '{close}' at '<EOF>'")
-            self.expr()
-            if self.is_op(":"):
-                self.take()
-                self.expr()
-            if self.is_op(","):
-                self.take()
-        self.take()
-
-    @staticmethod
-    def literal(tok: _Token, negate: bool = False) -> _Expr:
-        value = -tok.value if negate else tok.value
-        go_type = {"string": "string", "bytes": "[]uint8", "int": "int64", "uint": "uint64",
-                   "float": "float64"}[tok.kind]
-        return _Expr(_LITERAL, value=value, go_type=go_type)
-
-
 def parse(expr: str) -> ShardSelector:
     """Parse a ``shardSelector`` (``k8s.io/apiserver/pkg/sharding`` ``Parse``).
 
@@ -524,7 +241,11 @@ def parse(expr: str) -> ShardSelector:
     if not expr:
         raise ShardSelectorError(
             "empty shard selector is not allowed; omit the parameter for unfiltered lists")
-    reqs = _walk(_Parser(expr).parse())
+    try:
+        ast = parse_expression(expr)
+    except CELSyntaxError as err:
+        raise ShardSelectorError(f"CEL parse error: {err}") from None
+    reqs = _walk(ast)
     for req in reqs[1:]:
         if req.key != reqs[0].key:
             raise ShardSelectorError(
@@ -533,8 +254,8 @@ def parse(expr: str) -> ShardSelector:
     return ShardSelector(reqs)
 
 
-def _walk(e: _Expr) -> list[ShardRange]:
-    if e.kind == _CALL:
+def _walk(e: Expr) -> list[ShardRange]:
+    if e.kind == CALL:
         if e.name == "_||_":
             return _walk(e.args[0]) + _walk(e.args[1])
         if e.name == "shardRange":
@@ -545,7 +266,7 @@ def _walk(e: _Expr) -> list[ShardRange]:
         f"unexpected expression kind {e.kind}; expected shardRange() call or || operator")
 
 
-def _shard_range(call: _Expr) -> ShardRange:
+def _shard_range(call: Expr) -> ShardRange:
     args = call.args
     if len(args) != 3:
         raise ShardSelectorError(f"shardRange() requires exactly 3 arguments, got {len(args)}")
@@ -561,18 +282,18 @@ def _shard_range(call: _Expr) -> ShardRange:
     return ShardRange(path, start, end)
 
 
-def _field_path(e: _Expr) -> str:
-    if e.kind == _IDENT:
+def _field_path(e: Expr) -> str:
+    if e.kind == IDENT:
         return e.name
-    if e.kind == _SELECT:
+    if e.kind == SELECT:
         return _field_path(e.args[0]) + "." + e.name
     raise ShardSelectorError(
         "shardRange() first argument: expected field path (e.g. object.metadata.uid), got "
         f"expression kind {e.kind}")
 
 
-def _hex_literal(e: _Expr, name: str) -> str:
-    if e.kind != _LITERAL:
+def _hex_literal(e: Expr, name: str) -> str:
+    if e.kind != LITERAL:
         raise ShardSelectorError(
             f"{name} must be a string literal (e.g. '0xff'), got expression kind {e.kind}")
     if e.go_type != "string":
