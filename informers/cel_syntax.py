@@ -187,6 +187,10 @@ class _Parser:
         if not (tok.kind == "op" and tok.text == op):
             if tok.kind == "eof":  # ANTLR's single-token insertion
                 raise _syntax_error(f"missing '{op}' at '<EOF>'")
+            after = self.toks[self.pos + 1] if self.pos + 1 < len(self.toks) else None
+            if after is not None and after.kind == "op" and after.text == op:
+                # ANTLR's single-token deletion
+                raise _syntax_error(f"extraneous input '{tok.text}' expecting '{op}'")
             raise _syntax_error(f"mismatched input '{tok.text}' expecting '{op}'")
         self.take()
 
