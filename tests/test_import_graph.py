@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.memory", "informers.yaml_loader", "informers.resource_version",
         "informers.conditions", "informers.deadline", "informers.certificates",
         "informers.object_codec", "informers.types", "informers.object_type",
+        "informers.sharding", "informers.cel_syntax",
     ]),
     ("list/watch protocol", [
         "informers.list_watch", "informers.reflector_options", "informers.list_progress",

@@ -14,6 +14,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
@@ -37,12 +38,17 @@ from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
 from informers.testing.watch import EVENT_TYPES, WatchHandle
 from informers.testing.webhook_client import WebhookClient
 
-__all__ = ["DEFAULT_NAMESPACES", "ApiServer"]
+__all__ = ["DEFAULT_NAMESPACES", "FEATURE_GATES", "ApiServer"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces a new cluster has (kube-apiserver's system namespaces controller)."""
+
+FEATURE_GATES: Mapping[str, bool] = MappingProxyType({"ShardedListAndWatch": True})
+"""The feature gates the embedded server knows and their defaults (``ApiServer(feature_gates=)``
+overrides them). ``ShardedListAndWatch`` is alpha, off by default, in kube-apiserver v1.36
+(``apiserver/pkg/features/kube_features.go``); here it is on, so clients can be tested with it."""
 
 
 class ApiServer:
@@ -172,6 +178,13 @@ class ApiServer:
             cluster DNS resolves them in a test process: ``"<namespace>/<name>:<port>"`` (or
             ``"<namespace>/<name>"``) to a base URL such as ``https://127.0.0.1:9443``; the
             service's ``path`` is appended (:mod:`informers.testing.webhook_client`).
+        feature_gates: kube-apiserver feature gates to turn on or off, by name, over
+            :data:`FEATURE_GATES` (the defaults). Only ``ShardedListAndWatch`` (KEP-5866, alpha
+            in v1.36) is known: on by default here (kube-apiserver's default is off), it makes
+            list, watch and deletecollection honour ``shardSelector`` (see
+            :mod:`informers.sharding`) and lists echo it in ``metadata.shardInfo``; off, the
+            parameter is ignored as by a server without the gate. An unknown name raises
+            ``ValueError`` (kube-apiserver: ``unrecognized feature gate``).
     """
 
     def __init__(
@@ -185,7 +198,14 @@ class ApiServer:
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         crds: Iterable[str | os.PathLike[str]] = (),
         webhook_services: Mapping[str, str] | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
+        gates = dict(FEATURE_GATES)
+        for gate, enabled in (feature_gates or {}).items():
+            if gate not in gates:
+                raise ValueError(f"unrecognized feature gate: {gate}")
+            gates[gate] = bool(enabled)
+        self.feature_gates = gates
         if header_read_timeout <= 0 or idle_timeout <= 0:
             raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
                              f"{header_read_timeout} and {idle_timeout}")
@@ -217,6 +237,7 @@ class ApiServer:
             settings=Settings(
                 bookmark_interval=bookmark_interval, min_request_timeout=min_request_timeout,
                 fresh_wait=fresh_wait, watch_cache=watch_cache,
+                sharded_list_and_watch=gates["ShardedListAndWatch"],
             ),
         )
         self.schemas = Schemas.shared()
