@@ -19,11 +19,19 @@ a. Initial sync of N pods: start to synced (best of ``--repeat`` for client-go a
    default since v0.35), ours its defaults (paginated list).
 b. Watch events per second: a fresh informer whose first list is pinned to a resourceVersion
    taken just before ``--events`` pods were merge-patched (``resourceVersionMatch=Exact``), so
-   its watch replays the MODIFIED events as fast as the client reads them; first to last
-   update handler call (each event applied to the indexer and delivered to one handler). The
+   its watch replays the MODIFIED events as fast as the client reads them; timed from the
+   informer's start to the last update handler call (each event applied to the indexer and
+   delivered to one handler), less the list's share (start to synced, same run), and the
+   handler's count of distinct resourceVersions checked (:func:`watch_seconds`). The
    patches are repeated for each client, so every client gets an identical burst.
 c. Resident memory: the RSS growth of the synced process (after a GC) per cached pod, and the
-   RSS itself. client-go and ours strip managedFields on the way in (ours by default, the Go
+   RSS itself. Ours three ways: with ``MemoryTuning``, with the library's defaults (no
+   tuning), and with the compact cache (``compact=True``, no tuning).
+d. The lister's ``list`` with a label selector matching one app in 14 (best of 5).
+
+``--scale [SIZES]`` instead measures how these grow with the number of pods (client-go, ours
+and ours compact, tuning off): time to synced, RSS, bytes per pod, watch events/s and the
+selector list at each size, and the growth per pod from 10,000 to the largest size. client-go and ours strip managedFields on the way in (ours by default, the Go
    program by ``SetTransform``); the official informer keeps whole model objects.
 
 And for the EndpointController, the readiness-to-Endpoints delay under churn: ``--services``
@@ -85,14 +93,18 @@ def _emit(payload: dict[str, Any]) -> None:
 # -- seeding ------------------------------------------------------------------------------------
 
 
-def seed_pods(http: Http, count: int) -> float:
-    """Create ``count`` realistic pods in ``default`` and write their status; seconds taken."""
+def seed_pods(http: Http, count: int, first: int = 0, unique_names: bool = False) -> float:
+    """Create pods ``first`` .. ``count - 1`` (realistic, :func:`make_pod`) and write their
+    status; seconds taken. ``unique_names`` suffixes each name with its index: the generated
+    names repeat now and then beyond about 10,000 pods (a 5-letter hash per app)."""
     start = time.perf_counter()
 
     def one(i: int) -> None:
         pod = make_pod(i)
         status = pod.pop("status")
         meta = pod["metadata"]
+        if unique_names:
+            meta["name"] = f"{meta['name']}-{i}"
         for key in ("uid", "resourceVersion", "creationTimestamp", "generateName"):
             meta.pop(key, None)
         namespace = meta["namespace"]
@@ -100,7 +112,7 @@ def seed_pods(http: Http, count: int) -> float:
         http.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{meta['name']}/status",
                      {"status": status}, "application/merge-patch+json")
 
-    parallel(one, range(count))
+    parallel(one, range(first, count))
     return time.perf_counter() - start
 
 
@@ -298,6 +310,18 @@ def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
     os._exit(0)
 
 
+def watch_seconds(result: dict[str, Any]) -> float:
+    """A watch run's time for its burst: from the informer's start to the last handler call,
+    less the list's share (start to synced, measured in the same run, same list). Timing
+    only from the first to the last handler call would leave out every event decoded and
+    queued before the first call (client-go decodes ahead of its handler)."""
+    seconds = float(result["total"] - result["synced"])
+    if seconds <= 0:
+        raise RuntimeError(f"the last update ({result['total']:.3f} s) came before the sync "
+                           f"({result['synced']:.3f} s)")
+    return seconds
+
+
 def run_child(process: subprocess.Popen[str]) -> dict[str, Any]:
     try:
         return read_json(process, CHILD_TIMEOUT)
@@ -397,21 +421,106 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
             if result["distinct"] != result["events"]:
                 raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
                                    f"resourceVersions in {result['events']} updates")
-            # From the informer's start to the last handler call, less the list's share (the
-            # best sync of this client): first-to-last call would leave out every event
-            # decoded and queued before the first call.
-            seconds = result["total"] - fig.sync
-            if seconds <= 0:
-                raise RuntimeError(f"{client}: the watch run ({result['total']:.3f} s) was "
-                                   f"shorter than its best sync ({fig.sync:.3f} s)")
-            fig.events_per_second = result["events"] / seconds
+            fig.events_per_second = result["events"] / watch_seconds(result)
             log(f"{client} watch: {result['events']:,} MODIFIED events ({result['distinct']:,} "
-                f"distinct resourceVersions) in {seconds:.3f} s after its {fig.sync:.3f} s "
-                f"list ({fig.events_per_second:,.0f}/s; start to last call "
-                f"{result['total']:.3f} s, its own sync {result['synced']:.3f} s, first to "
-                f"last call {result['first_to_last']:.3f} s)")
+                f"distinct resourceVersions) in {watch_seconds(result):.3f} s after its "
+                f"{result['synced']:.3f} s list ({fig.events_per_second:,.0f}/s; start to "
+                f"last call {result['total']:.3f} s, first to last call "
+                f"{result['first_to_last']:.3f} s)")
     return figures
 
+
+
+# -- scale ----------------------------------------------------------------------------------------
+
+
+SCALE_CLIENTS = ("client-go", "ours", "ours-compact")
+"""The clients of ``--scale``: client-go, ours with the library's defaults (memory tuning off)
+and ours with the compact cache (tuning off too)."""
+
+
+@dataclass
+class ScaleRow:
+    pods: int
+    client: str
+    synced: float
+    rss: int
+    per_pod: float
+    events_per_second: float
+    list_selector: float
+
+
+def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], events: int,
+                  log: Callable[[str], None]) -> list[ScaleRow]:
+    """For each size (ascending): seed up to it, then per client one sync (time, RSS, bytes
+    per pod, the lister's selector list) and one watch burst of ``min(events, size)``
+    MODIFIED events, timed as in :func:`measure_informers` (from the start, less the sync)."""
+    kubeconfig = plane.kubeconfig_path
+    rows: list[ScaleRow] = []
+    seeded = 0
+    for size in sorted(sizes):
+        seconds = seed_pods(http, size, first=seeded, unique_names=True)
+        log(f"seeded pods {seeded:,}..{size - 1:,} in {seconds:.1f} s")
+        seeded = size
+        burst = min(events, size)
+        names = [(p["metadata"]["namespace"], f"{p['metadata']['name']}-{i}")
+                 for i, p in ((i, make_pod(i)) for i in range(burst))]
+        for client in SCALE_CLIENTS:
+            if client == "client-go":
+                result = run_child(spawn_go(binary, kubeconfig, "-mode=sync"))
+            else:
+                extra = ("--compact",) if client == "ours-compact" else ()
+                result = run_child(spawn_child("ours", kubeconfig, "--pods", str(size),
+                                               "--memory-tuning=off", *extra))
+            if result["cached"] != size:
+                raise RuntimeError(f"{client} cached {result['cached']} of {size} pods")
+            growth = result["rss1"] - result["rss0"]
+            rate = 0.0
+            if burst:
+                rv = http.resource_version("/api/v1/pods")
+                patch_burst(http, names, size + len(rows))
+                if client == "client-go":
+                    watched = run_child(spawn_go(binary, kubeconfig, "-mode=watch", f"-rv={rv}",
+                                                 f"-events={burst}"))
+                else:
+                    watched = run_child(spawn_child(
+                        "ours", kubeconfig, "--pods", str(size), "--memory-tuning=off",
+                        *extra, "--rv", rv, "--events", str(burst)))
+                if watched["distinct"] != burst:
+                    raise RuntimeError(f"{client} saw {watched['distinct']} distinct "
+                                       f"resourceVersions in {burst} updates")
+                rate = burst / watch_seconds(watched)
+            row = ScaleRow(size, client, result["synced"], result["rss1"], growth / size, rate,
+                           result.get("list_selector", 0.0))
+            rows.append(row)
+            log(f"{size:,} pods, {client}: synced in {row.synced:.2f} s, RSS "
+                f"{row.rss / 1e6:.0f} MB ({row.per_pod / 1e3:.1f} KB/pod), watch "
+                f"{row.events_per_second:,.0f} ev/s, selector list "
+                f"{row.list_selector * 1e3:.1f} ms")
+    return rows
+
+
+def scale_report(rows: list[ScaleRow]) -> str:
+    header = ["pods", "client", "time to synced", "sync us/pod", "RSS once synced",
+              "bytes/pod", "watch ev/s", "lister list(selector)"]
+    out = [header]
+    for r in rows:
+        out.append([f"{r.pods:,}", r.client, f"{r.synced:.2f} s",
+                    f"{r.synced / r.pods * 1e6:.0f}", f"{r.rss / 1e6:.0f} MB",
+                    f"{r.per_pod / 1e3:.1f} KB", f"{r.events_per_second:,.0f}",
+                    f"{r.list_selector * 1e3:.1f} ms"])
+    text = table(out)
+    sizes = sorted({r.pods for r in rows})
+    if 10_000 in sizes and sizes[-1] > 10_000:
+        lines = ["", f"growth, {sizes[-1]:,} pods against 10,000 (per pod; target <= 1.2x):"]
+        for client in SCALE_CLIENTS:
+            at = {r.pods: r for r in rows if r.client == client}
+            small, big = at[10_000], at[sizes[-1]]
+            t = (big.synced / big.pods) / (small.synced / small.pods)
+            m = big.per_pod / small.per_pod
+            lines.append(f"  {client}: sync time per pod {t:.2f}x, memory per pod {m:.2f}x")
+        text += "\n".join(lines)
+    return text
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -472,6 +581,26 @@ def report(pods: int, figures: dict[str, ClientFigures], churns: dict[str, Churn
         rows.append(["memory per cached pod, ours with memory tuning off",
                      f"{untuned.per_pod / 1e3:.1f} KB", f"{go.per_pod / 1e3:.1f} KB", "-",
                      f"{untuned.per_pod / go.per_pod:.2f}x", "-", "-", "-"])
+    compact = figures.get("ours-compact")
+    if compact is not None and compact.syncs:
+        rows.append(["initial sync, ours with the compact cache (tuning off)",
+                     f"{compact.sync:.2f} s", f"{go.sync:.2f} s", "-",
+                     f"{compact.sync / go.sync:.2f}x", "-", "-", "-"])
+        if compact.events_per_second:
+            rows.append(["watch events/s, ours with the compact cache (tuning off)",
+                         f"{compact.events_per_second:,.0f}", f"{go.events_per_second:,.0f}",
+                         "-", f"{compact.events_per_second / go.events_per_second:.2f}x", "-",
+                         ">= 1.0x", "PASS" if compact.events_per_second >= go.events_per_second
+                         else "FAIL"])
+        rows.append(["memory per cached pod, ours with the compact cache (tuning off)",
+                     f"{compact.per_pod / 1e3:.1f} KB", f"{go.per_pod / 1e3:.1f} KB", "-",
+                     f"{compact.per_pod / go.per_pod:.2f}x", "-", "<= 1.0x",
+                     "PASS" if compact.per_pod <= go.per_pod else "FAIL"])
+    for label, fig in (("ours", ours), ("ours with the compact cache", compact)):
+        if fig is not None and fig.list_selector and go.list_selector:
+            a, b = min(fig.list_selector), min(go.list_selector)
+            rows.append([f"lister list(selector), {label}", f"{a * 1e3:.2f} ms",
+                         f"{b * 1e3:.2f} ms", "-", f"{a / b:.2f}x", "-", "-", "-"])
     text = table(rows)
     if churns:
         kcm, mine = churns["kube-controller-manager"], churns["ours"]
@@ -518,6 +647,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="skip the EndpointController figures")
     parser.add_argument("--profile", action="store_true",
                         help="profile one sync of ours (sampling, every thread)")
+    parser.add_argument("--scale", nargs="?", const="1000,10000,30000,100000", default=None,
+                        metavar="SIZES",
+                        help="instead of the figures above: how sync time, memory, watch rate "
+                             "and a selector list grow, for client-go and ours, at each size "
+                             "(default 1000,10000,30000,100000 pods; etcd given an 8 GB quota)")
     parser.add_argument("--child", choices=("ours", "official"), help=argparse.SUPPRESS)
     parser.add_argument("--memory-tuning", choices=("on", "off"), default="on",
                         help=argparse.SUPPRESS)
@@ -556,6 +690,17 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{binaries.kubernetes_version}, etcd {binaries.etcd_version}, Python "
           f"{sys.version.split()[0]}, {_go_version()}; load average "
           f"{os.getloadavg()[0]:.2f}; logs in {work_dir}", flush=True)
+    if args.scale:
+        sizes = [int(size) for size in args.scale.split(",")]
+        with ControlPlane(binaries, work_dir=work_dir,
+                          etcd_args=["--quota-backend-bytes=8589934592"]) as plane:
+            http = Http(plane.url, plane.token, plane.ca_file)
+            rows = measure_scale(plane, http, binary, sizes,
+                                 args.events if args.events is not None else 10_000, log)
+        print()
+        print(scale_report(rows))
+        print(f"\ntotal {time.perf_counter() - started:.0f} s")
+        return 0
     with ControlPlane(binaries, work_dir=work_dir) as plane:
         http = Http(plane.url, plane.token, plane.ca_file)
         log(f"control plane up; seeding {pods:,} pods")
