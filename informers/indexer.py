@@ -84,6 +84,8 @@ def _rv_of(obj: Any) -> str | None:
         if meta.__class__ is dict:
             rv = meta.get("resourceVersion", "")
             return rv if rv.__class__ is str else str(rv)
+    elif obj.__class__ is Encoded:
+        return str(obj.rv)
     return None
 
 

@@ -159,9 +159,9 @@ class RealFIFOConsumer:
                 if len(deltas) == 1 and delta_type in _STORED:
                     indexer = self._indexer
                     key = self._key_func(obj)
-                    old = indexer.get_by_key(key)
+                    old = indexer.get_lazy_by_key(key)  # a compact cache's stays encoded
                     indexer.update(obj, key=key)
-                    if self._detector is not None:
+                    if self._detector is not None and obj.__class__ is not Encoded:
                         self._detector.add_object(obj)
                     if old is None:
                         self._distribute((ADD, obj, is_in_initial_list), False)

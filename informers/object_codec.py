@@ -160,11 +160,12 @@ class Encoded:
     (:meth:`~informers.indexer.Indexer.get_lazy_by_key`, ``list_lazy``) hand these out too.
     Immutable by convention; equal when the JSON is."""
 
-    __slots__ = ("data", "key")
+    __slots__ = ("data", "key", "rv")
 
-    def __init__(self, key: str, data: bytes) -> None:
+    def __init__(self, key: str, data: bytes, rv: str = "") -> None:
         self.key = key
         self.data = data
+        self.rv = rv  # the object's metadata.resourceVersion, for the cache's own
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Encoded) and other.data == self.data
@@ -182,7 +183,8 @@ class Encoded:
 
 def item_encoder(key_func: KeyFunc, transform: Callable[[Any], Any] | None
                  ) -> Callable[[Any], Any]:
-    """The list decoder's per-item hook of a compact informer: ``transform`` the freshly
+    """The reflector's object hook of a compact informer (each listed object as it is decoded,
+    each ADDED or MODIFIED watch object as it arrives): ``transform`` the freshly
     decoded object (the informer's transform, which then runs here instead of in the queue),
     key it and encode it as an :class:`Encoded`. An object that cannot be keyed or encoded is
     returned as it is (transformed), so the queue reports it as it would any other; the hook
@@ -202,7 +204,10 @@ def item_encoder(key_func: KeyFunc, transform: Callable[[Any], Any] | None
             data = _dumps(obj)
         except Exception:
             return obj
-        return Encoded(intern(key) if len(key) < 64 else key, data)
+        meta = obj.get("metadata")
+        rv = meta.get("resourceVersion", "") if meta.__class__ is dict else ""
+        return Encoded(intern(key) if len(key) < 64 else key, data,
+                       rv if rv.__class__ is str else str(rv))
 
     return encode
 

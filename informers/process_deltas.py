@@ -81,7 +81,7 @@ def process_deltas(
     for delta_type, obj in deltas:
         if delta_type in _STORED:  # the common case first
             key = key_func(obj)
-            old = store.get_by_key(key)
+            old = store.get_lazy_by_key(key)
             store.update(obj, key=key)
             if old is not None:
                 handler.on_update(old, obj)

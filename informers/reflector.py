@@ -224,8 +224,9 @@ class Reflector:
             the cyclic GC paused (:mod:`informers.memory`); ``None`` (default) touches no GC.
         list_item_hook: applied to each listed object as it is decoded (passed to the list
             function as ``ListOptions.item_hook``, applied afterwards to any item still a
-            ``dict``, and to each object of a streaming list); the store gets what it
-            returns. A compact informer encodes objects with it. ``None``: none.
+            ``dict``, and to each object of a streaming list) and to each ADDED or MODIFIED
+            watch object; the store gets what it returns. A compact informer encodes objects
+            with it, so that no decoded object waits in its queue. ``None``: none.
 
     Attributes:
         name: for logs and thread names.
@@ -608,6 +609,7 @@ class Reflector:
         """
         own = store is self.store
         add, update, delete = store.add, store.update, store.delete
+        hook = self.list_item_hook if own else None  # a temporary store applies its own
         expected_kind = self.expected_kind
         stop = self._halt
         besides_added = False
@@ -650,10 +652,10 @@ class Reflector:
             rv = meta.get("resourceVersion", "") if isinstance(meta, dict) else ""
             try:
                 if etype == "ADDED":
-                    add(obj)
+                    add(obj if hook is None else hook(obj))
                 elif etype == "MODIFIED":
                     besides_added = True
-                    update(obj)
+                    update(obj if hook is None else hook(obj))
                 elif etype == "DELETED":
                     besides_added = True
                     delete(obj)
