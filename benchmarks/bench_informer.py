@@ -389,7 +389,8 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
         compact_tuned = _measure(server, repeat, events, tuned=True, compact=True)
         compact = _measure(server, repeat, events, tuned=False, compact=True)
         if events:
-            raw_watch_seconds = raw_watch(server, compact.burst_from, events)  # the latest burst: still in history
+            # from the latest burst, which the server's history still holds
+            raw_watch_seconds = raw_watch(server, compact.burst_from, events)
             print(f"raw watch + orjson.loads: {events:,} events in {raw_watch_seconds:.3f} s")
 
         official_seconds = 0.0
@@ -406,19 +407,22 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
                   f"{official_seconds:.2f} s")
 
         if profile:
-            child = spawn("informer", server, profile=True)
-            try:
-                read_json(child)
-                if events:
-                    wait_for_watch(server)
-                    server.command("hang")
-                    server.command(f"patch {events}")
-                    send(child, f"go {events}")
+            for tuned_, compact_ in ((True, False), (False, True)):
+                label = "plain cache, tuning on" if tuned_ else "compact cache, tuning off"
+                print(f"profile: {label}", file=sys.stderr)
+                child = spawn("informer", server, profile=True, tuned=tuned_, compact=compact_)
+                try:
                     read_json(child)
-                    server.command("resume")
-                    read_json(child)
-            finally:
-                finish(child)
+                    if events:
+                        wait_for_watch(server)
+                        server.command("hang")
+                        server.command(f"patch {events}")
+                        send(child, f"go {events}")
+                        read_json(child)
+                        server.command("resume")
+                        read_json(child)
+                finally:
+                    finish(child)
 
     for label, m in (("", tuned), (" (tuning off)", untuned),
                      (" (compact cache)", compact_tuned),
@@ -501,7 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-official", action="store_true",
                         help="skip the official client's informer (the slowest part)")
     parser.add_argument("--profile", action="store_true",
-                        help="also profile one informer child (sampling, every thread)")
+                        help="also profile two informer children, a plain cache with tuning "
+                             "on and a compact one with tuning off (sampling, every thread)")
     parser.add_argument("--child", choices=("informer", "official"), help=argparse.SUPPRESS)
     parser.add_argument("--memory-tuning", choices=("on", "off"), default="on",
                         help=argparse.SUPPRESS)
