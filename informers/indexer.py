@@ -427,13 +427,8 @@ class Indexer(Generic[ObjectT]):
         Raises:
             IndexNotFoundError: no index of that name.
         """
-        with self._lock:
-            keys = self._index_locked(index_name).values.get(indexed_value)
-            if not keys:
-                return []
-            items = self._items
-            stored = [items[k] for k in keys]
-        return self._decode_matching(stored, stored_filter)
+        return self._decode_matching(self._stored_by_index(index_name, indexed_value),
+                                     stored_filter)
 
     def _decode_matching(self, stored: builtins.list[Any],
                          stored_filter: Callable[[bytes], bool]) -> builtins.list[Any]:
@@ -542,13 +537,17 @@ class Indexer(Generic[ObjectT]):
         Raises:
             IndexNotFoundError: no index of that name.
         """
+        stored = self._stored_by_index(index_name, indexed_value)
+        return stored if self._decode is None else list(map(self._decode, stored))
+
+    def _stored_by_index(self, index_name: str, indexed_value: str) -> builtins.list[Any]:
+        """What is stored for the keys indexed under ``indexed_value`` (one consistent read)."""
         with self._lock:
             keys = self._index_locked(index_name).values.get(indexed_value)
             if not keys:
                 return []
             items = self._items
-            stored = [items[k] for k in keys]
-        return stored if self._decode is None else list(map(self._decode, stored))
+            return [items[k] for k in keys]
 
     def list_index_func_values(self, index_name: str) -> builtins.list[str]:
         """Every value that currently has at least one key on ``index_name``.
