@@ -11,7 +11,8 @@ same code against the embedded API server of :mod:`informers.testing`::
 
     with ApiServer() as server:
         server.create({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": "web", "namespace": "default"}})
+                       "metadata": {"name": "web", "namespace": "default"},
+                       "spec": {"containers": [{"name": "web", "image": "nginx"}]}})
         factory = SharedInformerFactory(server.api_client())
         pods = factory.core().v1().pods()
         pods.informer().add_event_handler(ResourceEventHandlerFuncs(

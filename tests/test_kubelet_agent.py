@@ -156,7 +156,7 @@ def test_three_sources_drive_the_runtime_to_their_union(tmp_path, url_server, ap
         url_names = ["u1", "u2"]
         url_state.serve(pod_list(*url_names))
         api_server.create(api_pod("api-2"))
-        api_server.delete("pods", "default", "api-1")
+        api_server.delete("pods", "default", "api-1", grace_period_seconds=0)
         converge(agent, runtime, desired(manifests, url_names, api_server))
         assert runtime.running_keys() == [
             "default/api-2", "default/beta-node-1", "web/u1-node-1", "web/u2-node-1"]
@@ -165,7 +165,7 @@ def test_three_sources_drive_the_runtime_to_their_union(tmp_path, url_server, ap
         # change; the URL answers 500, then HTML; a bad manifest appears beside good ones.
         api_server.hang_watches()
         api_server.create(api_pod("api-3"))
-        api_server.delete("pods", "default", "api-2")
+        api_server.delete("pods", "default", "api-2", grace_period_seconds=0)
         api_server.compact()
         api_server.fail_next(1, 500, verb="list", resource="pods")
         api_server.drop_watches("pods")
@@ -187,7 +187,7 @@ def test_three_sources_drive_the_runtime_to_their_union(tmp_path, url_server, ap
         url_state.serve(b"")  # empty body: an empty SET
         for p in manifests.iterdir():
             p.unlink()
-        api_server.delete("pods", "default", "api-3")
+        api_server.delete("pods", "default", "api-3", grace_period_seconds=0)
         converge(agent, runtime, [])
     finally:
         agent.stop()

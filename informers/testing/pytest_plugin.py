@@ -36,7 +36,7 @@ keeps to its own namespace and names.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,9 +72,9 @@ class ControlPlaneOptions:
         startup_timeout: seconds to wait for each component's health.
     """
 
-    crds: tuple[str | os.PathLike[str], ...] = ()
+    crds: Sequence[str | os.PathLike[str]] = ()
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
-    apiserver_args: tuple[str, ...] = ()
+    apiserver_args: Sequence[str] = ()
     binaries_dir: str | None = None
     crd_max_wait: float = 10.0
     startup_timeout: float = 180.0
