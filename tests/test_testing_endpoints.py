@@ -319,7 +319,8 @@ def test_discovery_and_version(api_server, api_client):
         "create", "delete", "get", "list", "patch", "update", "watch"]
     assert by_name["namespaces/finalize"].verbs == ["update"]
     assert [g.name for g in client.ApisApi(api_client).get_api_versions().groups] == [
-        "apps", "batch", "coordination.k8s.io", "discovery.k8s.io", "apiextensions.k8s.io"]
+        "apps", "batch", "coordination.k8s.io", "discovery.k8s.io", "apiextensions.k8s.io",
+        "admissionregistration.k8s.io"]
 
 
 def test_version_is_the_release_of_the_real_control_plane(api_server, api_client):

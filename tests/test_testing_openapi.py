@@ -26,7 +26,8 @@ from informers.testing import ApiServer
 
 WIDGETS = ("example.com", "v1", "widgets", "Widget")
 BUILTIN_DOCUMENTS = {"api/v1", "apis/apps/v1", "apis/batch/v1", "apis/coordination.k8s.io/v1",
-                     "apis/discovery.k8s.io/v1", "apis/apiextensions.k8s.io/v1"}
+                     "apis/discovery.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
+                     "apis/admissionregistration.k8s.io/v1"}
 LIST = ["allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit",
         "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "shardSelector",
         "timeoutSeconds", "watch"]

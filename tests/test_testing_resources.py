@@ -148,4 +148,5 @@ def test_library_kinds_new_to_the_server_are_served(api_server, api_client):
     assert (jobs.kind, jobs.items) == ("JobList", [])
     groups = [g.name for g in client.ApisApi(api_client).get_api_versions().groups]
     assert groups == ["apps", "batch", "coordination.k8s.io", "discovery.k8s.io",
-                      "apiextensions.k8s.io"]  # CustomResourceDefinitions (crds.py)
+                      "apiextensions.k8s.io",  # CustomResourceDefinitions (crds.py)
+                      "admissionregistration.k8s.io"]  # webhook configurations (admission.py)

@@ -24,7 +24,9 @@ custom resource of it and stops serving it. As kube-apiserver does:
   main-resource updates when the status subresource is on.
 
 Several versions may be served (``served``/``storage``); conversion ``None`` only changes
-``apiVersion``, so every version reads the same objects. Webhook conversion is refused (422).
+``apiVersion``, so every version reads the same objects; conversion ``Webhook`` stores them
+in the storage version and calls the CRD's conversion webhook for the other versions
+(:mod:`informers.testing.conversion`).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class CustomResourceType(ResourceType):
     selectable_fields: tuple[str, ...] = ()
     rules: Any = field(default=None, compare=False, hash=False)
     storage_version: str = ""
+    conversion: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     crd_resource_version: str = ""  # a CRD update makes a new type (OpenAPI caches by type)
 
     def extra_fields(self, obj: dict[str, Any]) -> dict[str, str]:
@@ -225,11 +228,10 @@ def crd_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
         value = names.get(key)
         if value and (errs := _dns1123_label(value)):
             causes.append(structural._invalid(f"spec.names.{key}", value, ",".join(errs)))
-    strategy = _dict(spec.get("conversion")).get("strategy")
+    conversion = _dict(spec.get("conversion"))
+    strategy = conversion.get("strategy")
     if strategy == "Webhook":
-        causes.append(structural._invalid(
-            "spec.conversion.strategy", strategy,
-            "Webhook conversion is not supported by the embedded API server"))
+        causes.extend(_webhook_conversion_errors(_dict(conversion.get("webhook"))))
     elif strategy not in ("None", None):
         causes.append(("FieldValueNotSupported", "spec.conversion.strategy",
                        f'Unsupported value: {_quoted(strategy)}: supported values: "None", '
@@ -245,6 +247,26 @@ def crd_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
             if new_value != old_value:
                 causes.append(structural._invalid(path, new_value,
                                                   "field is immutable"))
+    return causes
+
+
+def _webhook_conversion_errors(webhook: dict[str, Any]) -> list[Cause]:
+    """``validateCustomResourceConversion`` (field paths of the internal version, as
+    kube-apiserver reports them)."""
+    causes: list[Cause] = []
+    where = "spec.conversion.webhookClientConfig"
+    config = _dict(webhook.get("clientConfig"))
+    if not webhook.get("clientConfig"):
+        causes.append(structural._required(where, "required when strategy is set to Webhook"))
+    elif bool(config.get("url")) == bool(config.get("service")):
+        causes.append(structural._required(where, "exactly one of url or service is required"))
+    elif config.get("url") and not str(config["url"]).startswith("https://"):
+        scheme = str(config["url"]).partition(":")[0]
+        causes.append(("FieldValueInvalid", f"{where}.url",
+                       f'Invalid value: "{scheme}": \'https\' is the only allowed URL scheme; '
+                       "desired format: https://host[/path]"))
+    if not webhook.get("conversionReviewVersions"):
+        causes.append(structural._required("spec.conversion.conversionReviewVersions"))
     return causes
 
 
@@ -459,6 +481,7 @@ class CustomResources:
                 has_status="status" in subresources, has_generation=True, builtin=False,
                 verbs=_CUSTOM_VERBS, storage_version=self._storage_version(crd),
                 crd_resource_version=crd["metadata"].get("resourceVersion", ""),
+                conversion=spec.get("conversion"),
                 create_status=None, crd_name=crd["metadata"]["name"], schema=schema,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 selectable_fields=tuple(f.get("jsonPath", "")

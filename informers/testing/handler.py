@@ -26,6 +26,13 @@ from urllib.parse import parse_qs, urlsplit
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import access, protobuf, status, tables
+from informers.testing.admission import RequestScope, request_scope
+from informers.testing.conversion import (
+    Conversion,
+    ConvertingWatchWriter,
+    convert_body,
+    needs_conversion,
+)
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     APPLY_PATCH,
@@ -71,6 +78,7 @@ class ServerApp(Protocol):
     endpoints: Endpoints
     openapi: OpenAPI
     field_validator: FieldValidator
+    conversion: Conversion
     faults: Faults
     request_log_store: RequestLog
     clock: Clock
@@ -435,6 +443,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         if raw_query:
             query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
         info = resolve(self.command, path, query, app.registry)
+        scope: RequestScope | None = None
         try:
             authenticated = access.authenticate(self.headers.get("Authorization"), app.token)
             if not authenticated and (authenticated is False
@@ -450,7 +459,12 @@ class RequestHandler(BaseHTTPRequestHandler):
                 self._send(Response(200, b"ok"), content_type="text/plain; charset=utf-8")
                 return
             raw = self._read_body(app.max_request_body_bytes)
-            response = self._dispatch(app, info, query, raw)
+            with request_scope(query) as scope:  # writes inside are admitted (admission.py)
+                response = self._dispatch(app, info, query, raw)
+                if response is not None and response.code < 300 and needs_conversion(info.rt):
+                    assert info.rt is not None  # a CRD version read from the storage version
+                    response = Response(response.code, convert_body(
+                        app.conversion, info.rt, response.body), response.headers)
         except StatusError as err:
             response = status_response(err)
         except Exception as err:  # a bug: answer 500 like the real server's panic handler
@@ -458,6 +472,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             response = status_response(status.internal_error(f"{type(err).__name__}: {err}"))
         if response is None:
             return  # a watch, already answered and recorded
+        if scope is not None:  # the webhooks' warnings, on success and failure alike
+            response.headers.extend(map(warning_header, scope.warnings))
         self._record(app, info, query, response.code)
         try:
             self._send(response)
@@ -642,6 +658,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         app.watch_opened(handle)
         try:
             writer: Any = _Chunks(self, handle)
+            if needs_conversion(info.rt):
+                writer = ConvertingWatchWriter(writer, app.conversion, info.rt)
             if tables.wants_table(self.headers.get("Accept", "")):
                 writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
                                                  app.clock.wall)

@@ -13,13 +13,15 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.testing import client_config, status, tls
+from informers.testing.admission import Admission
 from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
+from informers.testing.conversion import Conversion
 from informers.testing.crds import CRD_RESOURCE, CustomResources, read_crds
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
@@ -33,6 +35,7 @@ from informers.testing.schemas import Schemas
 from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, object_key
 from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
 from informers.testing.watch import EVENT_TYPES, WatchHandle
+from informers.testing.webhook_client import WebhookClient
 
 __all__ = ["DEFAULT_NAMESPACES", "ApiServer"]
 
@@ -84,7 +87,10 @@ class ApiServer:
       their Go types; of custom resources, only in ``metadata``) are dropped, and they and
       duplicate JSON fields get a ``Warning`` header (``Warn``, the default) or a 400
       (``Strict``, kubectl's default), as on kube-apiserver;
-    * no admission beyond NamespaceLifecycle; validation of names, labels and annotations
+    * admission: NamespaceLifecycle, the admission webhooks of ``Validating``/
+      ``MutatingWebhookConfiguration`` objects and ``ValidatingAdmissionPolicy``
+      (:mod:`informers.testing.admission`; API requests only, not the seeding helpers), and
+      no other plugin; validation of names, labels and annotations
       (every kind) and of an Endpoints' subsets, with kube-apiserver's 422 causes
       (:mod:`informers.testing.validation`), and no other; no defaulting beyond unknown fields,
       the ``kubernetes.io/metadata.name`` label of namespaces, an Endpoints port's ``TCP``
@@ -150,6 +156,10 @@ class ApiServer:
             and ``.json`` files are read (envtest's ``CRDDirectoryPaths``; see
             :func:`informers.testing.crds.read_crds`). A missing path raises
             ``FileNotFoundError``, an invalid CRD the API's 422 ``StatusError``.
+        webhook_services: where webhook ``clientConfig.service`` references go, since no
+            cluster DNS resolves them in a test process: ``"<namespace>/<name>:<port>"`` (or
+            ``"<namespace>/<name>"``) to a base URL such as ``https://127.0.0.1:9443``; the
+            service's ``path`` is appended (:mod:`informers.testing.webhook_client`).
     """
 
     def __init__(
@@ -162,6 +172,7 @@ class ApiServer:
         header_read_timeout: float = 32.0, idle_timeout: float = 90.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         crds: Iterable[str | os.PathLike[str]] = (),
+        webhook_services: Mapping[str, str] | None = None,
     ) -> None:
         if header_read_timeout <= 0 or idle_timeout <= 0:
             raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
@@ -180,6 +191,12 @@ class ApiServer:
         self.custom_resources = CustomResources(self.registry, self.storage)
         self.strategy.custom = self.custom_resources
         self.custom_resources.attach(self.strategy)
+        webhook_client = WebhookClient(webhook_services)
+        self.admission = Admission(self.storage, self.registry, webhook_client)
+        self.admission.install()
+        self.strategy.admission = self.admission
+        self.conversion = Conversion(webhook_client)
+        self.strategy.conversion = self.conversion
         self.faults = Faults()
         self.request_log_store = RequestLog()
         self.endpoints = Endpoints(

@@ -6,7 +6,10 @@ synchronously, kube-controller-manager's namespace controller: it validates name
 server-owned metadata, checks optimistic concurrency, keeps the status on main-resource writes
 of kinds with a status subresource, honours finalizers and graceful pod deletion, and takes a
 deleted namespace through its ``Terminating`` phase. Every method runs under the storage lock,
-so each request is atomic.
+so each request is atomic, except while admission webhooks are called
+(:mod:`informers.testing.admission`: the lock is released, and what was read is checked
+again after). Custom resources of a CRD with webhook conversion are stored in the storage
+version (:mod:`informers.testing.conversion`).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from informers.testing.storage import Entry, Storage, object_key
 from informers.testing.strategic_merge import strategic_patch
 
 if TYPE_CHECKING:
+    from informers.testing.admission import Admission
+    from informers.testing.conversion import Conversion
     from informers.testing.crds import CustomResources
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "Strategy"]
@@ -107,6 +112,8 @@ class Strategy:
         self._rand = random.Random()
         self._sweeping = False  # deleting a namespace's content: finalize once, at the end
         self.custom: CustomResources | None = None  # CRDs and custom resources (crds.py)
+        self.admission: Admission | None = None  # webhooks (admission.py), for API writes
+        self.conversion: Conversion | None = None  # CRD conversion webhooks (conversion.py)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -202,6 +209,16 @@ class Strategy:
             self._check_namespace(
                 rt, namespace, meta.get("name") or meta.get("generateName") or "Unknown"
             )
+            recorded = False
+            if self.admission is not None:
+                if manager and self.admission.mutating_configured():
+                    # kube-apiserver's field manager runs before admission: mutating
+                    # webhooks see the entry, and their own changes are not attributed
+                    self._record(rt, None, obj, manager)
+                    recorded = True
+                obj = self._admit(rt, "CREATE", namespace, meta.get("name") or "", "", obj,
+                                  None, dry_run)
+                meta = obj["metadata"]
             name = meta.get("name") or ""
             if not name:
                 prefix = meta.get("generateName") or ""
@@ -218,6 +235,8 @@ class Strategy:
                 meta["name"] = name
             if self.custom is not None:
                 self.custom.prepare(rt, obj, None, "", seeding)
+            if self.admission is not None:
+                self.admission.prepare(rt, obj)
             validate(rt, obj)
             if meta.get("resourceVersion"):
                 if not seeding:
@@ -243,13 +262,56 @@ class Strategy:
             if rt.create_status is not None and not (seeding and "status" in obj):
                 obj["status"] = copy.deepcopy(rt.create_status)
             ordered = {"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}}
-            if manager:
-                record_update(None, ordered, MergeSchemas.shared().shape(rt), manager=manager,
-                              api_version=rt.api_version, now=self._now(),
-                              has_status=rt.has_status)
+            if manager and not recorded:
+                self._record(rt, None, ordered, manager)
+            if self.admission is not None:
+                self._check_admitted(rt, "CREATE", namespace, name, "", ordered, None, dry_run)
+                if self._storage.get(rt, object_key(rt, namespace, name)) is not None:
+                    raise status.already_exists(rt.plural, rt.group, name)
+            ordered = self._as_stored(rt, ordered)
             if dry_run:
                 return self._storage.preview(rt, ordered)
             return self._put(rt, ordered)
+
+    # -- admission (admission.py) and CRD webhook conversion (conversion.py) ----------------
+
+    def _admit(self, rt: ResourceType, operation: str, namespace: str, name: str,
+               subresource: str, obj: dict[str, Any] | None, old: dict[str, Any] | None,
+               dry_run: bool, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The mutating webhooks (run with the storage lock released): the object left."""
+        assert self.admission is not None
+        return self.admission.mutate(self.admission.attributes(
+            rt, operation, namespace, name, subresource, obj, old, dry_run, options)) or {}
+
+    def _check_admitted(self, rt: ResourceType, operation: str, namespace: str, name: str,
+                        subresource: str, obj: dict[str, Any] | None,
+                        old: dict[str, Any] | None, dry_run: bool,
+                        options: dict[str, Any] | None = None) -> None:
+        """The policies and validating webhooks on the object about to be stored."""
+        assert self.admission is not None
+        self.admission.validate(self.admission.attributes(
+            rt, operation, namespace, name, subresource, obj, old, dry_run, options))
+
+    def _record(self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any],
+                manager: str) -> None:
+        """The manager's ``Update`` entry in ``obj``'s ``managedFields``."""
+        record_update(old, obj, MergeSchemas.shared().shape(rt), manager=manager,
+                      api_version=rt.api_version, now=self._now(), has_status=rt.has_status)
+
+    def _check_unchanged(self, rt: ResourceType, current: Entry) -> None:
+        """After webhooks ran unlocked: 409 when the object changed meanwhile."""
+        now = self._storage.get(rt, current.key)
+        if now is None:
+            raise status.not_found(rt.plural, rt.group, current.name)
+        if now.rv != current.rv:
+            raise status.conflict(rt.plural, rt.group, current.name,
+                                  status.OPTIMISTIC_LOCK_MESSAGE)
+
+    def _as_read(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if self.conversion is None else self.conversion.read_as(rt, obj)
+
+    def _as_stored(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        return obj if self.conversion is None else self.conversion.store_as(rt, obj)
 
     def _put(self, rt: ResourceType, obj: dict[str, Any]) -> Entry:
         entry = self._storage.put(rt, obj)
@@ -288,7 +350,7 @@ class Strategy:
         what to store (the ``fieldValidation`` check)."""
         with self._storage.lock:
             current = self._current(rt, namespace, name)
-            target = current.decode()
+            target = self._as_read(rt, current.decode())
             target = {"kind": rt.kind, "apiVersion": rt.api_version, **target}
             try:
                 if patch_type == JSON_PATCH:
@@ -325,7 +387,8 @@ class Strategy:
                 raise status.not_found(rt.plural, rt.group, name)
             live = None
             if current is not None:
-                live = {"kind": rt.kind, "apiVersion": rt.api_version, **current.decode()}
+                live = {"kind": rt.kind, "apiVersion": rt.api_version,
+                        **self._as_read(rt, current.decode())}
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,
@@ -363,9 +426,20 @@ class Strategy:
         if rv and rv != str(current.rv):
             raise status.conflict(rt.plural, rt.group, name, status.OPTIMISTIC_LOCK_MESSAGE)
         if old is None:
-            old = current.decode()
+            old = self._as_read(rt, current.decode())
+        recorded = False
+        if self.admission is not None and subresource in ("", "status"):
+            if manager and subresource == "" and self.admission.mutating_configured():
+                self._record(rt, old, obj, manager)  # before admission, as in create
+                recorded = True
+            obj = self._admit(rt, "UPDATE", namespace, name, subresource, obj, old, dry_run)
+            obj = {**obj, "metadata": dict(obj.get("metadata") or {})}
+            meta = obj["metadata"]
+            self._check_unchanged(rt, current)
         if self.custom is not None:
             self.custom.prepare(rt, obj, old, subresource, subresource == "*")
+        if self.admission is not None and subresource != "status":
+            self.admission.prepare(rt, obj)
         old_meta = old["metadata"]
         if subresource == "status":
             # Everything but the status from ``old``: a copy of its top level and metadata
@@ -416,13 +490,17 @@ class Strategy:
             validate(rt, new, old)
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
-        if _strip_rv(new) == _strip_rv(old):
-            return current  # no-op: etcd3 GuaranteedUpdate skips the write
-        if manager:
+        if manager and not recorded:  # unchanged fields leave the entries as they were
             record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
                           api_version=rt.api_version, now=self._now(),
                           has_status=rt.has_status,
                           subresource="status" if subresource == "status" else "")
+        if self.admission is not None and subresource in ("", "status"):
+            self._check_admitted(rt, "UPDATE", namespace, name, subresource, new, old, dry_run)
+            self._check_unchanged(rt, current)
+        if _strip_rv(new) == _strip_rv(old):
+            return current  # no-op: etcd3 GuaranteedUpdate skips the write
+        new = self._as_stored(rt, new)
         if dry_run:
             return self._storage.preview(rt, new)
         new_meta = new["metadata"]
@@ -485,6 +563,11 @@ class Strategy:
             grace = options.get("gracePeriodSeconds")
             if grace is not None and not isinstance(grace, int):
                 raise status.bad_request("gracePeriodSeconds must be an integer")
+            if self.admission is not None:
+                self._admit(rt, "DELETE", namespace, name, "", None, obj, dry_run, options)
+                self._check_admitted(rt, "DELETE", namespace, name, "", None, obj, dry_run,
+                                     options)
+                self._check_unchanged(rt, current)
             if dry_run:
                 return current, False
             if is_namespaces(rt):
