@@ -790,3 +790,28 @@ def test_TestScope(case):
     scope, match, no_match = _SCOPE_CASES[case]
     for attrs, want in [(m, True) for m in match] + [(m, False) for m in no_match]:
         assert _rule_matches(_rule(["*/*"], scope), _attrs(*attrs)) is want, attrs
+
+
+def test_a_match_condition_that_fails_to_evaluate_forbids_the_request(any_api_server):
+    s = any_api_server
+    with WebhookServer() as hook, configuration(
+            s, VALIDATING, webhook(hook, s.namespace, "cond.example.com",
+                                   matchConditions=[{"name": "has-x",
+                                                     "expression": "object.data.x == 'y'"}])):
+        code, body, _ = call(s, "POST", cm_path(s), configmap("p", a="1"))
+        assert hook.requests == []
+    assert (code, body) == (403, {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "configmaps \"p\" is forbidden: expression 'object.data.x == 'y'' resulted "
+                   "in error: no such key: x",
+        "reason": "Forbidden", "details": {"name": "p", "kind": "configmaps"}, "code": 403})
+
+
+def test_a_policy_expression_that_fails_to_evaluate_denies_under_fail(any_api_server):
+    s = any_api_server
+    with policy(s, [{"expression": "object.data.x == 'y'"}], ["Deny"]) as (name, binding):
+        code, body, _ = until_effective(s, configmap("e", a="1"))
+    assert (code, body["reason"], body["message"]) == (
+        422, "Invalid", f"configmaps \"e\" is forbidden: ValidatingAdmissionPolicy '{name}' "
+                        f"with binding '{binding}' denied request: expression "
+                        "'object.data.x == 'y'' resulted in error: no such key: x")

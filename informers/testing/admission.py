@@ -56,6 +56,7 @@ from informers.testing.admission_policy import (
     POLICIES,
     POLICY_RESOURCES,
     PolicyRequest,
+    cel_error_text,
     default_policy,
     evaluate_policies,
     validate_policy_object,
@@ -348,16 +349,18 @@ class Admission:
             "request": self._request(attrs, "")})
         errors = []
         for condition in conditions:
+            expression = condition["expression"]
             try:
-                value = cel.compile(condition["expression"]).execute(context)
-            except (ValueError, RuntimeError, TypeError) as err:
-                errors.append(f"{condition.get('name')}: {err}")
+                value = cel.compile(expression).execute(context)
+            except (ValueError, RuntimeError, TypeError, KeyError) as err:
+                errors.append(f"expression '{expression}' resulted in error: "
+                              f"{cel_error_text(err)}")
                 continue
             if value is False:
                 return False
-        if errors:
-            raise status.forbidden(attrs.rt.plural, attrs.rt.group, attrs.name,
-                                   "; ".join(errors))
+        if errors:  # utilerrors.NewAggregate: one error as is, several in brackets
+            why = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+            raise status.forbidden(attrs.rt.plural, attrs.rt.group, attrs.name, why)
         return True
 
     # -- the review ----------------------------------------------------------------------------

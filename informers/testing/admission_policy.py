@@ -42,8 +42,8 @@ from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.resources import ResourceType
 
-__all__ = ["BINDINGS", "POLICIES", "POLICY_RESOURCES", "default_policy", "evaluate_policies",
-           "validate_policy_object"]
+__all__ = ["BINDINGS", "POLICIES", "POLICY_RESOURCES", "cel_error_text", "default_policy",
+           "evaluate_policies", "validate_policy_object"]
 
 _API = ("admissionregistration.k8s.io", "v1")
 POLICIES = ResourceType(
@@ -56,6 +56,18 @@ POLICY_RESOURCES = (POLICIES, BINDINGS)
 
 _ACTIONS = ("Audit", "Deny", "Warn")
 _CODES = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413, "Invalid": 422}
+
+
+_CEL_ERRORS = (ValueError, RuntimeError, TypeError, KeyError)
+"""What the ``cel`` package raises when an expression fails (a missing map key is a
+``KeyError``)."""
+
+
+def cel_error_text(err: BaseException) -> str:
+    """cel-go's wording where it differs: a missing key is ``no such key: <key>``."""
+    if isinstance(err, KeyError) and err.args:
+        return f"no such key: {err.args[0]}"
+    return str(err)
 
 
 def _default_match(match: Any) -> None:
@@ -222,15 +234,16 @@ def _violations(spec: dict[str, Any], request: PolicyRequest,
         for condition in spec.get("matchConditions") or []:
             if cel.compile(condition["expression"]).execute(cel.Context(variables)) is False:
                 return []
-    except (ValueError, RuntimeError, TypeError) as err:
-        return [(str(err), "Invalid")] if fail else []
+    except _CEL_ERRORS as err:
+        return [(cel_error_text(err), "Invalid")] if fail else []
     for validation in spec.get("validations") or []:
         expression = validation.get("expression", "")
         try:
             result = cel.compile(expression).execute(cel.Context(variables))
-        except (ValueError, RuntimeError, TypeError) as err:
+        except _CEL_ERRORS as err:
             if fail:
-                found.append((f"expression '{expression}' resulted in error: {err}", "Invalid"))
+                found.append((f"expression '{expression}' resulted in error: "
+                              f"{cel_error_text(err)}", "Invalid"))
             continue
         if result is True:
             continue
@@ -241,7 +254,7 @@ def _violations(spec: dict[str, Any], request: PolicyRequest,
                     cel.Context(variables))
                 if isinstance(value, str) and "\n" not in value:
                     message = value.strip()
-            except (ValueError, RuntimeError, TypeError):
+            except _CEL_ERRORS:
                 message = ""
         if not message and validation.get("message"):
             message = str(validation["message"]).strip()

@@ -17,7 +17,9 @@ them). The webhook's answer is checked as there: the ``uid``, ``result.status: S
 
 Limits: the conversion of a write runs while the write holds the storage lock (a conversion
 webhook should not call the same server); ``Table`` output (``kubectl get``) of a converted
-version shows the storage version's values. Thread-safe.
+version shows the storage version's values; the ``ApiServer`` seeding helpers convert what
+they write but :meth:`ApiServer.get`/``list`` answer the stored (storage version) content.
+Thread-safe.
 """
 
 from __future__ import annotations
