@@ -472,7 +472,14 @@ class RequestHandler(BaseHTTPRequestHandler):
             response = status_response(status.internal_error(f"{type(err).__name__}: {err}"))
         if response is None:
             return  # a watch, already answered and recorded
-        if scope is not None:  # the webhooks' warnings, on success and failure alike
+        # On success and failure alike: a deprecated CRD version's warning first (the CRD
+        # handler records it before decoding), then the webhooks'.
+        deprecation = [warning_header(w) for w in getattr(info.rt, "warnings", ())]
+        if deprecation:
+            first = next((i for i, (k, _) in enumerate(response.headers) if k == "Warning"),
+                         len(response.headers))
+            response.headers[first:first] = deprecation
+        if scope is not None:
             response.headers.extend(map(warning_header, scope.warnings))
         self._record(app, info, query, response.code)
         try:
