@@ -35,13 +35,13 @@ import base64
 import hashlib
 import os
 import pathlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from informers.testing import cel_rules, status
 from informers.testing import structural_schema as structural
+from informers.testing.crd_versions import deprecation_warnings
 from informers.testing.resources import BUILTIN_RESOURCES, ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
@@ -120,37 +120,6 @@ class CustomResourceType(ResourceType):
         entries[0]["storageVersionHash"] = base64.b64encode(
             hashlib.sha256(gvk.encode()).digest()[:8]).decode()
         return entries
-
-
-def deprecation_warnings(spec: dict[str, Any], version: dict[str, Any]) -> tuple[str, ...]:
-    """The warnings of requests to ``version`` of a CRD with ``spec``
-    (``customresource_handler.go`` ``getOrCreateServingInfoFor``): a deprecated version's
-    ``deprecationWarning``, else ``defaultDeprecationWarning``'s ``<group>/<version> <Kind> is
-    deprecated``, with ``; use <group>/<version> <Kind>`` naming the highest served,
-    non-deprecated version newer than it (kube-aware version order) when there is one."""
-    if not version.get("deprecated"):
-        return ()
-    if version.get("deprecationWarning") is not None:
-        return (str(version["deprecationWarning"]),)
-    group, kind, name = spec["group"], spec["names"]["kind"], version["name"]
-    message = f"{group}/{name} {kind} is deprecated"
-    newer = [v["name"] for v in spec["versions"]
-             if v.get("served") and not v.get("deprecated")
-             and _version_priority(name) < _version_priority(v["name"])]
-    if newer:
-        message += f"; use {group}/{max(newer, key=_version_priority)} {kind}"
-    return (message,)
-
-
-def _version_priority(version: str) -> tuple[int, int, int]:
-    """``version.CompareKubeAwareVersionStrings`` as a sort key (greater is newer): GA over
-    beta over alpha, then the higher major, then the higher minor; a name that is not
-    kube-like (``v1``, ``v2beta1``...) is older than every kube-like one."""
-    found = re.fullmatch(r"v([1-9]\d*)(?:(alpha|beta)([1-9]\d*))?", version)
-    if found is None:
-        return (-1, 0, 0)
-    level = {"alpha": 0, "beta": 1, None: 2}[found.group(2)]
-    return (level, int(found.group(1)), int(found.group(3) or 0))
 
 
 _BUILTIN_GROUPS = frozenset({rt.group for rt in BUILTIN_RESOURCES} | {CRD_RESOURCE.group})
