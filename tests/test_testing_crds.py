@@ -578,7 +578,8 @@ def test_a_transition_rule_sees_the_old_value(any_api_server):
 def test_a_deprecated_version_warns_on_every_request(any_api_server):
     """apiextensions-apiserver ``customresource_handler.go``: a deprecated version's
     ``deprecationWarning``, else ``defaultDeprecationWarning`` naming the newest served
-    version that is not deprecated; on errors too; none for the other versions."""
+    version that is not deprecated; on errors and watches too; none for the other
+    versions."""
     s = any_api_server
     group = new_group()
     schema = {"openAPIV3Schema": SCHEMA}
@@ -591,10 +592,10 @@ def test_a_deprecated_version_warns_on_every_request(any_api_server):
     install(s, crd)
     api = s.api_client()
 
-    def warnings(version: str, name: str = "") -> tuple[int, list[str]]:
+    def warnings(version: str, name: str = "", query: str = "") -> tuple[int, list[str]]:
         path = f"/apis/{group}/{version}/namespaces/{s.namespace}/widgets"
         method, url, headers, _, _ = api.param_serialize(
-            "GET", f"{path}/{name}" if name else path, header_params={
+            "GET", (f"{path}/{name}" if name else path) + query, header_params={
                 "Accept": "application/json"}, auth_settings=["BearerToken"])
         response = api.call_api(method, url, headers, None, _request_timeout=30)
         response.read()
@@ -607,6 +608,8 @@ def test_a_deprecated_version_warns_on_every_request(any_api_server):
             (200, [f'299 - "{group}/v1alpha1 Widget is deprecated; use {group}/v1 Widget"'])]
         assert warnings("v1alpha1", "missing") == (
             404, [f'299 - "{group}/v1alpha1 Widget is deprecated; use {group}/v1 Widget"'])
+        assert warnings("v1beta1", query="?watch=true&timeoutSeconds=1") == (
+            200, ['299 - "widgets v1beta1 are going away"'])
     finally:
         api.close()
         uninstall(s, crd["metadata"]["name"])

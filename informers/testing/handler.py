@@ -636,9 +636,12 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)
+        warnings = "".join(f"{k}: {v}\r\n" for k, v in map(
+            warning_header, getattr(info.rt, "warnings", ())))  # a deprecated CRD version's
         self.connection.sendall(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            b"Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n"
+            + warnings.encode() + b"\r\n"
         )
 
     def _serve_stream_error(
