@@ -129,3 +129,90 @@ def test_a_module_that_does_not_import_is_exit_2(tmp_path):
     done = run(tmp_path, "crd", "--module", "no_such_module", "--out", "out")
     assert (done.returncode, done.stderr) == (
         2, "informers-gen crd: No module named 'no_such_module'\n")
+
+
+HOOKS = '''
+from informers.webhook import AdmissionWebhook, HubAndSpoke, Rule, WebhookServer
+
+def make_server(crd="knobs.example.com"):
+    server = WebhookServer()
+    rules = [Rule(["example.com"], ["v1"], ["knobs"])]
+    server.mutating("/default", lambda obj, request: None,
+                    AdmissionWebhook("default.knobs.example.com", rules))
+    server.conversion(HubAndSpoke("example.com", "Knob", "v1").spoke(
+        "v1beta1", lambda o: o, lambda o: o), crd=crd)
+    return server
+
+def other_crd():
+    return make_server("gauges.example.com")
+
+def no_admission():
+    return WebhookServer()
+'''
+SERVICE = ("--service", "ops/knob-webhook:8443")
+
+
+def test_crd_with_a_webhook_server_gets_its_conversion_stanza_without_ca_bundle(tmp_path):
+    write_api(tmp_path)
+    (tmp_path / "knob_hooks.py").write_text(HOOKS)
+    done = run(tmp_path, "crd", "--module", "knob_api", "--webhook-server",
+               "knob_hooks:make_server", *SERVICE, "--inject-ca-from", "ops/knob-cert",
+               "--out", "out")
+    assert (done.returncode, done.stderr) == (0, "")
+    (knobs,) = load_all_yaml((tmp_path / "out" / "example.com_knobs.yaml").read_text())
+    assert (knobs["metadata"], knobs["spec"]["conversion"]) == (
+        {"name": "knobs.example.com",
+         "annotations": {"cert-manager.io/inject-ca-from": "ops/knob-cert"}},
+        {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+            "service": {"namespace": "ops", "name": "knob-webhook", "path": "/convert",
+                        "port": 8443}}}})
+    (dials,) = load_all_yaml((tmp_path / "out" / "other.example.com_dials.yaml").read_text())
+    assert ("conversion" in dials["spec"], "annotations" in dials["metadata"]) == (False, False)
+
+
+def test_webhook_writes_the_configurations_of_the_admission_handlers(tmp_path):
+    (tmp_path / "knob_hooks.py").write_text(HOOKS)
+    done = run(tmp_path, "webhook", "--webhook-server", "knob_hooks:make_server",
+               "--service", "ops/knob-webhook", "--name", "knobs", "--out", "config")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, "wrote config/manifests.yaml\n", "")
+    (mutating,) = load_all_yaml((tmp_path / "config" / "manifests.yaml").read_text())
+    assert (mutating["kind"], mutating["metadata"]) == (
+        "MutatingWebhookConfiguration", {"name": "knobs"})
+    assert [w["clientConfig"] for w in mutating["webhooks"]] == [
+        {"service": {"namespace": "ops", "name": "knob-webhook", "path": "/default",
+                     "port": 443}}]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("crd", "--module", "knob_api", "--webhook-server", "knob_hooks:other_crd", *SERVICE),
+     "informers-gen crd: a conversion is registered for gauges.example.com, which no "
+     "custom_resource() class defines\n"),
+    (("crd", "--module", "knob_api", "--webhook-server", "knob_hooks:make_server",
+      "--service", "knob-webhook"),
+     "informers-gen crd: --service 'knob-webhook': expected NAMESPACE/NAME or "
+     "NAMESPACE/NAME:PORT\n"),
+    (("webhook", "--webhook-server", "knob_hooks:no_admission", *SERVICE, "--name", "n"),
+     "informers-gen webhook: --webhook-server knob_hooks:no_admission: the server has no "
+     "admission handlers\n"),
+    (("webhook", "--webhook-server", "knob_hooks:missing", *SERVICE, "--name", "n"),
+     "informers-gen webhook: --webhook-server 'knob_hooks:missing': knob_hooks has no "
+     "function missing\n"),
+    (("crd", "--module", "knob_api", "--webhook-server", "knob_hooks:make_server", *SERVICE,
+      "--inject-ca-from", "knob-cert"),
+     "informers-gen crd: --inject-ca-from 'knob-cert': expected NAMESPACE/CERTIFICATE\n"),
+])
+def test_bad_webhook_arguments_are_exit_2_and_write_nothing(tmp_path, args, message):
+    write_api(tmp_path)
+    (tmp_path / "knob_hooks.py").write_text(HOOKS)
+    done = run(tmp_path, *args, "--out", "out")
+    assert (done.returncode, done.stderr) == (2, message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_webhook_server_without_a_service_is_a_usage_error(tmp_path):
+    done = run(tmp_path, "webhook", "--webhook-server", "knob_hooks:make_server",
+               "--name", "n", "--out", "out")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "informers-gen: error: --webhook-server needs --service")

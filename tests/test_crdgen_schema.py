@@ -14,6 +14,7 @@ import enum
 from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import pytest
+import typing_extensions
 
 from informers.crdgen import markers as m
 from informers.crdgen.errors import RuleCompileError, SchemaError
@@ -275,3 +276,18 @@ def test_base_class_fields_keep_their_docstrings_and_requiredness():
         "properties": {"name": {"description": "The name, documented in the base.",
                                 "type": "string"},
                        "extra": {"description": "Documented here.", "type": "integer"}}}
+
+
+
+class ExtensionsSpec(typing_extensions.TypedDict):
+    image: str
+    replicas: typing_extensions.NotRequired[int]
+
+
+def test_a_typing_extensions_typeddict_is_an_object_with_its_required_keys():
+    """What Python 3.10 code writes for ``NotRequired`` (``typing_extensions.TypedDict`` is a
+    class of its own, not a ``typing`` TypedDict, on every Python)."""
+    assert object_schema(ExtensionsSpec, "S") == {
+        "type": "object", "properties": {"image": {"type": "string"},
+                                         "replicas": {"type": "integer"}},
+        "required": ["image"]}

@@ -573,3 +573,43 @@ def test_a_transition_rule_sees_the_old_value(any_api_server):
         assert ok(s, "PUT", f"{path}/one", {**made, "spec": {"size": 6}})["spec"] == {"size": 6}
     finally:
         uninstall(s, crd["metadata"]["name"])
+
+
+def test_a_deprecated_version_warns_on_every_request(any_api_server):
+    """apiextensions-apiserver ``customresource_handler.go``: a deprecated version's
+    ``deprecationWarning``, else ``defaultDeprecationWarning`` naming the newest served
+    version that is not deprecated; on errors and watches too; none for the other
+    versions."""
+    s = any_api_server
+    group = new_group()
+    schema = {"openAPIV3Schema": SCHEMA}
+    crd = crd_body(group, versions=[
+        {"name": "v1", "served": True, "storage": True, "schema": schema},
+        {"name": "v1beta1", "served": True, "storage": False, "schema": schema,
+         "deprecated": True, "deprecationWarning": "widgets v1beta1 are going away"},
+        {"name": "v1alpha1", "served": True, "storage": False, "schema": schema,
+         "deprecated": True}])
+    install(s, crd)
+    api = s.api_client()
+
+    def warnings(version: str, name: str = "", query: str = "") -> tuple[int, list[str]]:
+        path = f"/apis/{group}/{version}/namespaces/{s.namespace}/widgets"
+        method, url, headers, _, _ = api.param_serialize(
+            "GET", (f"{path}/{name}" if name else path) + query, header_params={
+                "Accept": "application/json"}, auth_settings=["BearerToken"])
+        response = api.call_api(method, url, headers, None, _request_timeout=30)
+        response.read()
+        return response.status, [v for k, v in response.getheaders().items()
+                                 if k.lower() == "warning"]
+
+    try:
+        assert [warnings(v) for v in ("v1", "v1beta1", "v1alpha1")] == [
+            (200, []), (200, ['299 - "widgets v1beta1 are going away"']),
+            (200, [f'299 - "{group}/v1alpha1 Widget is deprecated; use {group}/v1 Widget"'])]
+        assert warnings("v1alpha1", "missing") == (
+            404, [f'299 - "{group}/v1alpha1 Widget is deprecated; use {group}/v1 Widget"'])
+        assert warnings("v1beta1", query="?watch=true&timeoutSeconds=1") == (
+            200, ['299 - "widgets v1beta1 are going away"'])
+    finally:
+        api.close()
+        uninstall(s, crd["metadata"]["name"])

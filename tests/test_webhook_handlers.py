@@ -210,6 +210,15 @@ def test_rendered_configurations(tmp_path):
             "caBundle": bundle, "url": "https://127.0.0.1:9443/convert"}}}
 
 
+def test_an_empty_ca_renders_no_ca_bundle():
+    """What informers-gen writes into committed manifests: the bundle comes at install time."""
+    service = ClientConfig(b"", service=ServiceReference("ops", "hooks", 8443))
+    assert conversion_stanza("/convert", service) == {
+        "strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+            "service": {"namespace": "ops", "name": "hooks", "path": "/convert",
+                        "port": 8443}}}}
+
+
 # -- certificate watcher -----------------------------------------------------------------------
 
 

@@ -275,3 +275,51 @@ def test_a_raw_handler_that_raises_is_answered_and_the_server_keeps_serving(ca, 
         assert (status, json.loads(body)["response"]["status"]["message"]) == (
             200, "Internal error occurred: ZeroDivisionError: division by zero")
         assert post(server.port, ca, "/validate", admission_review(obj=_cm()))[0] == 200
+
+
+def _conversion_failure(message: str, uid: str = "") -> dict:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+            "response": {"uid": uid, **({"convertedObjects": []} if uid else {}),
+                         "result": {"metadata": {}, "status": "Failure", "message": message}}}
+
+
+def test_bad_conversion_reviews_get_a_failure_and_the_server_keeps_serving(ca, tmp_path):
+    """The conversion path's bad input: not JSON, another apiVersion, too large (HTTP 400 and
+    413 with a ConversionReview whose result is a Failure), and a converter that raises (a
+    Failure naming the object and the step, HTTP 200, as kube-apiserver expects)."""
+    from informers.webhook import HubAndSpoke
+
+    def broken(obj):
+        raise KeyError("colour")
+
+    server = WebhookServer(host="127.0.0.1", port=0, cert_dir=str(tmp_path),
+                           max_request_bytes=4096)
+    server.conversion(HubAndSpoke("example.com", "Widget", "v1").spoke(
+        "v1alpha1", broken, lambda obj: obj))
+    review = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+              "request": {"uid": "c1", "desiredAPIVersion": "example.com/v1", "objects": [
+                  {"apiVersion": "example.com/v1alpha1", "kind": "Widget",
+                   "metadata": {"name": "w"}}]}}
+    with server:
+        status, _, body = post(server.port, ca, "/convert", b"[")
+        assert (status, json.loads(body)) == (400, _conversion_failure(
+            "the request body is not JSON: Expecting value: line 1 column 2 (char 1)"))
+        status, _, body = post(server.port, ca, "/convert",
+                               {**review, "apiVersion": "apiextensions.k8s.io/v1beta1"})
+        assert (status, json.loads(body)) == (400, _conversion_failure(
+            'expected apiVersion "apiextensions.k8s.io/v1" and kind "ConversionReview", got '
+            'apiVersion "apiextensions.k8s.io/v1beta1" and kind "ConversionReview"'))
+        big = json.loads(json.dumps(review))
+        big["request"]["objects"][0]["spec"] = {"x": "y" * 5000}
+        status, _, body = post(server.port, ca, "/convert", big)
+        assert (status, json.loads(body)) == (413, _conversion_failure(
+            "request entity is too large; limit is 4096 bytes"))
+        status, _, body = post(server.port, ca, "/convert", review)
+        assert (status, json.loads(body)) == (200, _conversion_failure(
+            "converting example.com/v1alpha1 Widget 'w' to the hub version v1 failed: "
+            "KeyError: 'colour'", uid="c1"))
+        review["request"]["desiredAPIVersion"] = "example.com/v1alpha1"
+        review["request"]["objects"][0]["apiVersion"] = "example.com/v1"
+        status, _, body = post(server.port, ca, "/convert", review)
+        assert status == 200
+        assert json.loads(body)["response"]["result"] == {"metadata": {}, "status": "Success"}

@@ -20,7 +20,7 @@ names or scope, printer columns, selectable fields and scale paths that name no 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from informers.crdgen import markers as m
@@ -202,13 +202,29 @@ def crd(*classes: type, conversion: dict[str, Any] | None = None) -> dict[str, A
             "metadata": {"name": first.crd_name}, "spec": spec}
 
 
-def crds(classes: Iterable[type]) -> list[dict[str, Any]]:
+def crds(classes: Iterable[type], *,
+         conversions: Mapping[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One CRD per group and kind of ``classes`` (the marked ones; others are skipped),
-    ordered by CRD name."""
+    ordered by CRD name; ``conversions`` maps a CRD name to its ``spec.conversion``.
+
+    Raises:
+        ResourceDefinitionError: see :func:`crd`; or ``conversions`` names a CRD that none
+            of ``classes`` defines.
+    """
     kinds: dict[tuple[str, str], list[type]] = {}
     for cls in classes:
         res = resource_of(cls)
         if res is not None:
             kinds.setdefault((res.group, res.kind), []).append(cls)
     made = [crd(*group) for group in kinds.values()]
+    conversions = conversions or {}
+    unknown = sorted(set(conversions) - {c["metadata"]["name"] for c in made})
+    if unknown:
+        raise ResourceDefinitionError(
+            f"a conversion is registered for {', '.join(unknown)}, which no "
+            "custom_resource() class defines")
+    for made_crd in made:
+        conversion = conversions.get(made_crd["metadata"]["name"])
+        if conversion is not None:
+            made_crd["spec"]["conversion"] = conversion
     return sorted(made, key=lambda c: c["metadata"]["name"])

@@ -96,9 +96,31 @@ def _wrappers() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
 _REQUIRED, _NOT_REQUIRED = _wrappers()
 
 
+def _typeddict_checks() -> tuple[Any, ...]:
+    """``is_typeddict`` of ``typing`` and of ``typing_extensions``: a
+    ``typing_extensions.TypedDict`` (what Python 3.10 code uses for ``NotRequired``, and a
+    class of its own on later Pythons too) is not a ``typing`` one."""
+    checks: list[Any] = [typing.is_typeddict]
+    try:
+        extensions = importlib.import_module("typing_extensions")
+    except ImportError:  # pragma: no cover - typing_extensions is optional
+        return tuple(checks)
+    if getattr(extensions, "is_typeddict", typing.is_typeddict) is not typing.is_typeddict:
+        checks.append(extensions.is_typeddict)
+    return tuple(checks)
+
+
+_IS_TYPEDDICT = _typeddict_checks()
+
+
+def is_typeddict(tp: Any) -> bool:
+    """Whether ``tp`` is a ``TypedDict`` class (of ``typing`` or ``typing_extensions``)."""
+    return any(check(tp) for check in _IS_TYPEDDICT)
+
+
 def is_object_type(tp: Any) -> bool:
     """Whether ``tp`` is a ``TypedDict`` or a dataclass (a schema with properties)."""
-    return isinstance(tp, type) and (typing.is_typeddict(tp) or dataclasses.is_dataclass(tp))
+    return isinstance(tp, type) and (is_typeddict(tp) or dataclasses.is_dataclass(tp))
 
 
 def json_name(name: str) -> str:
@@ -258,7 +280,7 @@ def _fields(cls: type, where: str) -> list[tuple[str, str, Any, bool, Any]]:
         raise SchemaError(f"{where}: cannot resolve the annotations of {cls.__name__}: "
                           f"{err}") from None
     out = []
-    if typing.is_typeddict(cls):
+    if is_typeddict(cls):
         required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
         for name, tp in hints.items():
             # With string annotations (``from __future__ import annotations``) Python

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 from informers.testing import cel_rules, scale, status
 from informers.testing import structural_schema as structural
+from informers.testing.crd_versions import deprecation_warnings
 from informers.testing.resources import (
     BUILTIN_RESOURCES,
     ResourceRegistry,
@@ -95,6 +96,8 @@ class CustomResourceType(ResourceType):
     """
 
     crd_name: str = ""
+    warnings: tuple[str, ...] = field(default=(), compare=False, hash=False)
+    """Sent with every request to this version: a deprecated version's warning."""
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     selectable_fields: tuple[str, ...] = ()
@@ -486,6 +489,7 @@ class CustomResources:
             rts.append(CustomResourceType(
                 spec["group"], version["name"], names["plural"], names["kind"],
                 namespaced=spec.get("scope") == "Namespaced",
+                warnings=deprecation_warnings(spec, version),
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),
                 has_status="status" in subresources, has_generation=True, builtin=False,

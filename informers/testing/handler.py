@@ -478,7 +478,14 @@ class RequestHandler(BaseHTTPRequestHandler):
             response = status_response(status.internal_error(f"{type(err).__name__}: {err}"))
         if response is None:
             return  # a watch, already answered and recorded
-        if scope is not None:  # the webhooks' warnings, on success and failure alike
+        # On success and failure alike: a deprecated CRD version's warning first (the CRD
+        # handler records it before decoding), then the webhooks'.
+        deprecation = [warning_header(w) for w in getattr(info.rt, "warnings", ())]
+        if deprecation:
+            first = next((i for i, (k, _) in enumerate(response.headers) if k == "Warning"),
+                         len(response.headers))
+            response.headers[first:first] = deprecation
+        if scope is not None:
             response.headers.extend(map(warning_header, scope.warnings))
         self._record(app, info, query, response.code)
         try:
@@ -672,9 +679,12 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)
+        warnings = "".join(f"{k}: {v}\r\n" for k, v in map(
+            warning_header, getattr(info.rt, "warnings", ())))  # a deprecated CRD version's
         self.connection.sendall(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            b"Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n"
+            + warnings.encode() + b"\r\n"
         )
 
     def _serve_stream_error(

@@ -115,7 +115,13 @@ class ServiceReference:
 @dataclass(frozen=True)
 class ClientConfig:
     """Where kube-apiserver reaches the server: ``url`` (``https://host:port``, no path) or a
-    ``service``; and the CA PEM it trusts."""
+    ``service``; and the CA PEM it trusts.
+
+    An empty ``ca_pem`` renders no ``caBundle``: what ``informers-gen`` writes into committed
+    manifests, whose bundle is filled in at install time (by :class:`ManagedConfiguration`,
+    or by cert-manager's CA injector from a ``cert-manager.io/inject-ca-from`` annotation);
+    until then kube-apiserver verifies the server with its system trust roots.
+    """
 
     ca_pem: bytes
     url: str | None = None
@@ -130,7 +136,9 @@ class ClientConfig:
         """
         if (self.url is None) == (self.service is None):
             raise ValueError("a client config needs exactly one of url and service")
-        config: dict[str, Any] = {"caBundle": encode_ca_bundle(self.ca_pem)}
+        config: dict[str, Any] = {}
+        if self.ca_pem:
+            config["caBundle"] = encode_ca_bundle(self.ca_pem)
         if self.url is not None:
             config["url"] = self.url.rstrip("/") + path
         else:

@@ -1,7 +1,8 @@
-"""The webhook server called by the real kube-apiserver: defaulting, denial with warnings,
-conversion between two CRD versions, and certificate rotation without a failed request.
+"""The webhook server called by an API server, on both servers (the embedded one calls
+webhooks as kube-apiserver does): defaulting, denial with warnings, conversion between two CRD
+versions, and certificate rotation without a failed request.
 
-The control plane is shared by the session: every configuration selects only the test's
+The real control plane is shared by the session: every configuration selects only the test's
 namespace (``kubernetes.io/metadata.name``), the CRD has a group of its own, and both are
 deleted in ``finally``.
 """
@@ -33,20 +34,13 @@ from informers.webhook import (
     validating_configuration,
 )
 
-pytestmark = pytest.mark.real_apiserver
-
 MANAGER = "webhook-test"
 
 
 @pytest.fixture
-def plane_ns(real_api_server):
-    from servers import RealServer
-
-    server = RealServer(real_api_server)
-    try:
-        yield server
-    finally:
-        server.close()
+def plane_ns(any_api_server):
+    """Either server, with a namespace of the test's own."""
+    return any_api_server
 
 
 @pytest.fixture
@@ -108,7 +102,7 @@ def _wait_until_active(client: Client, namespace: str, label: str) -> None:
         time.sleep(0.1)
 
 
-def test_defaulting_denial_and_warnings_through_kube_apiserver(plane_ns, certs):
+def test_defaulting_denial_and_warnings_through_the_api_server(plane_ns, certs):
     ca, cert_dir = certs
     ns = plane_ns.namespace
     name = f"wh-{uuid.uuid4().hex[:8]}"
