@@ -184,7 +184,8 @@ def _established(client: Client, name: str) -> None:
     deadline = time.monotonic() + 15
     while True:
         crd = client.get(client.resource(obj=_CRD_KIND), name)
-        conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+        status = crd.get("status") or {}  # kube-apiserver answers "conditions": null at first
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
         if conditions.get("Established") == "True":
             return
         assert time.monotonic() < deadline, f"CRD {name} never established"
