@@ -61,7 +61,10 @@ def real_api_server(request, tmp_path_factory):
         pytest.skip(state["skip"])
     if "error" in state:
         pytest.fail(state["error"], pytrace=False)
-    with ControlPlane(state["binaries"], work_dir=tmp_path_factory.mktemp("control-plane")) as cp:
+    # ShardedListAndWatch (alpha in v1.36) for the shard selector parity tests: it changes
+    # nothing for a request without shardSelector.
+    with ControlPlane(state["binaries"], work_dir=tmp_path_factory.mktemp("control-plane"),
+                      feature_gates={"ShardedListAndWatch": True}) as cp:
         _real["plane"] = cp
         yield cp
         _real.pop("plane")

@@ -6,7 +6,7 @@ Runnable examples are marked in the Markdown by an HTML comment on the line befo
 
 * ``<!-- test -->``: the block is a program; it runs in a fresh directory and must exit 0.
 * ``<!-- test: append NAME -->``: the block is appended to the file ``NAME`` (a page that builds
-  one module over several blocks, as the tutorial does).
+  one module over several blocks, as the tutorial does); a ``yaml`` block may be appended too.
 * ``<!-- test: pytest NAME -->``: the block is written to ``NAME`` and run with pytest, in the
   directory where the page's earlier blocks were written.
 
@@ -68,11 +68,13 @@ def examples(path: Path) -> list[Example]:
         if match is None:
             continue
         fence = i + 1
-        if fence >= len(lines) or lines[fence].strip() != "```python":
+        action = match.group(1) or "run"
+        # An appended file may be YAML (a manifest the page's program reads).
+        fences = ("```python", "```yaml") if action == "append" else ("```python",)
+        if fence >= len(lines) or lines[fence].strip() not in fences:
             raise AssertionError(f"{path.name}:{i + 1}: a test marker must be followed by a "
                                  f"```python fence on the next line")
         end = next(j for j in range(fence + 1, len(lines)) if lines[j].strip() == "```")
-        action = match.group(1) or "run"
         filename = match.group(2) or "example.py"
         found.append(Example(path.name, fence + 1, action, filename,
                              "\n".join(lines[fence + 1:end]) + "\n"))

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.backoff", "informers.labels", "informers.label_selector", "informers.fields",
         "informers.memory", "informers.yaml_loader", "informers.resource_version",
         "informers.conditions", "informers.deadline", "informers.certificates",
-        "informers.object_codec",
+        "informers.object_codec", "informers.sharding", "informers.cel_syntax",
     ]),
     ("list/watch protocol", [
         "informers.list_watch", "informers.reflector_options", "informers.list_progress",

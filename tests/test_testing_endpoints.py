@@ -138,8 +138,9 @@ def test_a_version_newer_than_the_server_has_is_504_too_large(api_server, core, 
         "details": {"retryAfterSeconds": 1, "causes": [
             {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]},
         "code": 504}
-    if match != "Exact":  # the watch cache first waits (fresh_wait) for the version to appear
-        assert time.monotonic() - started >= 0.19
+    # The watch cache first waits (fresh_wait) for the version to appear, Exact too
+    # (checked on kube-apiserver in tests/test_testing_consistency_parity.py).
+    assert time.monotonic() - started >= 0.19
 
 
 def test_not_older_than_waits_for_a_version_that_arrives(api_server, core):
@@ -366,3 +367,47 @@ def test_version_fields_match_the_real_control_plane(any_api_server):
             version.emulation_minor, version.min_compatibility_major,
             version.min_compatibility_minor, version.git_tree_state) == (
         "v1.36.3", "1", "36", "1", "36", "1", "35", "clean")
+
+
+@pytest.mark.parametrize("match", ["NotOlderThan", "Exact"])
+def test_the_wait_for_a_future_version_runs_on_the_servers_clock(match):
+    # kube-apiserver's watch cache blocks 3 s (watch_cache.go blockTimeout); on a FakeClock
+    # the test steps those 3 s instead of waiting them.
+    import threading
+
+    from informers.clock import FakeClock
+    from informers.testing import ApiServer
+
+    clock = FakeClock()
+    with ApiServer(clock=clock) as server:
+        future = int(server.resource_version) + 1
+        api = server.api_client()
+        answers: list[Any] = []
+
+        def list_at(rv: int) -> None:
+            try:
+                answers.append(client.CoreV1Api(api).list_namespaced_config_map(
+                    "default", resource_version=str(rv), resource_version_match=match))
+            except ApiException as err:
+                answers.append(err)
+
+        try:
+            first = threading.Thread(target=list_at, args=(future,))
+            first.start()
+            assert clock.wait_for_waiters(1)
+            server.create({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "a", "namespace": "default"}})
+            first.join(5)  # the version arrived: answered at once
+            assert [a.metadata.resource_version for a in answers] == [str(future)]
+
+            second = threading.Thread(target=list_at, args=(future + 5,))
+            second.start()
+            assert clock.wait_for_waiters(1)
+            clock.step(2.9)
+            second.join(0.2)
+            assert second.is_alive()
+            clock.step(0.2)
+            second.join(5)
+            assert answers[1].status == 504
+        finally:
+            api.close()

@@ -109,8 +109,9 @@ def test_full_label_selector_syntax(core, api_server):
 @pytest.mark.parametrize(("query", "message"), [
     ("watch=maybe", 'watch: strconv.ParseBool: parsing "maybe": invalid syntax'),
     ("limit=ten", 'limit: strconv.ParseInt: parsing "ten": invalid syntax'),
-    ("resourceVersion=abc",
-     'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'),
+    ("resourceVersion=abc",  # cacher.go GetList: NewBadRequest("invalid resource version: ")
+     'invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: '
+     'parsing "abc": invalid syntax'),
 ])
 def test_undecodable_query_values_are_400(api_server, api_client, query, message):
     resp = api_client.call_api(

@@ -84,7 +84,7 @@ def test_missing_name_is_422_invalid_with_a_cause(core):
         "message": 'Pod "" is invalid: metadata.name: Required value: name or generateName '
                    "is required",
         "reason": "Invalid",
-        "details": {"name": "", "kind": "Pod", "causes": [{
+        "details": {"kind": "Pod", "causes": [{
             "reason": "FieldValueRequired",
             "message": "Required value: name or generateName is required",
             "field": "metadata.name"}]},

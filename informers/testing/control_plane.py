@@ -24,7 +24,7 @@ import tempfile
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
@@ -136,6 +136,9 @@ class ControlPlane:
         keep_work_dir: keep a temporary ``work_dir`` on :meth:`stop`.
         apiserver_args: extra kube-apiserver flags (``--flag=value``), after ours (so they win
             for single-valued flags).
+        feature_gates: kube-apiserver feature gates by name, passed as one
+            ``--feature-gates=A=true,B=false`` flag before ``apiserver_args`` (e.g.
+            ``{"ShardedListAndWatch": True}``, alpha and off by default in v1.36).
         etcd_args: extra etcd flags, after ours.
         startup_timeout: seconds to wait for each component's health endpoint.
         clock: time for the readiness polls.
@@ -145,7 +148,7 @@ class ControlPlane:
         self, binaries: ControlPlaneBinaries, *, work_dir: str | os.PathLike[str] | None = None,
         keep_work_dir: bool = False, apiserver_args: Iterable[str] = (),
         etcd_args: Iterable[str] = (), startup_timeout: float = 180.0,
-        clock: Clock = REAL_CLOCK,
+        clock: Clock = REAL_CLOCK, feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self.binaries = binaries
         self._own_dir = work_dir is None
@@ -153,6 +156,7 @@ class ControlPlane:
                          if work_dir is None else os.fspath(work_dir))
         self.keep_work_dir = keep_work_dir
         self.apiserver_args = list(apiserver_args)
+        self.feature_gates = dict(feature_gates or {})
         self.etcd_args = list(etcd_args)
         self.startup_timeout = startup_timeout
         self.clock = clock
@@ -378,8 +382,16 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             "--disable-admission-plugins=ServiceAccount",
             "--profiling=false",
+            *self._feature_gates_argv(),
             *self.apiserver_args,
         ]
+
+    def _feature_gates_argv(self) -> list[str]:
+        if not self.feature_gates:
+            return []
+        gates = ",".join(f"{name}={str(bool(on)).lower()}"
+                         for name, on in sorted(self.feature_gates.items()))
+        return [f"--feature-gates={gates}"]
 
     def _ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=self.ca_file)

@@ -30,6 +30,7 @@ from informers.testing.options import (
     parse_bool,
     parse_int,
     parse_resource_version,
+    parse_shard_selector,
 )
 from informers.testing.request_info import RequestInfo
 from informers.testing.resources import ResourceRegistry, ResourceType
@@ -120,6 +121,7 @@ class Settings:
     min_request_timeout: float = 1800.0
     fresh_wait: float = 3.0
     watch_cache: bool = True
+    sharded_list_and_watch: bool = True
 
 
 def _json(obj: Any, code: int = 200) -> Response:
@@ -194,8 +196,10 @@ class Endpoints:
         rt = info.rt
         assert rt is not None
         rv_text = query.get("resourceVersion", "")
-        if rv_text not in ("", "0"):
-            self._fresh(parse_resource_version(rv_text))
+        if rv_text:
+            wanted = parse_resource_version(rv_text)
+            if wanted:
+                self._fresh(wanted)
         entry = self.storage.get(rt, object_key(rt, info.namespace or "", info.name))
         if entry is None:
             raise status.not_found(rt.plural, rt.group, info.name)
@@ -237,6 +241,7 @@ class Endpoints:
                 return storage.collection(rt).snapshot(storage.rv), None, limit
         wanted = int(rv_text)
         if match == EXACT or (not match and limit > 0):  # Exact (legacy exact when paginated)
+            self._fresh(wanted)  # the watch cache waits for it first, as for NotOlderThan
             with storage.lock:
                 coll = storage.collection(rt)
                 if wanted > storage.rv:
@@ -251,7 +256,10 @@ class Endpoints:
     def list(self, info: RequestInfo, opts: ListOptions) -> Response:
         rt = info.rt
         assert rt is not None
-        predicate = Predicate(rt, opts.label_selector, opts.field_selector)
+        shard = parse_shard_selector(opts.shard_selector, self.settings.sharded_list_and_watch)
+        if opts.resource_version:
+            parse_resource_version(opts.resource_version, for_list=True)
+        predicate = Predicate(rt, opts.label_selector, opts.field_selector, shard)
         snap, last_key, limit = self._snapshot(rt, opts)
         keys, objects = snap.keys, snap.objects
         lo, hi = 0, len(keys)
@@ -260,6 +268,7 @@ class Endpoints:
             hi = bisect.bisect_left(keys, info.namespace + "0")  # "0" sorts right after "/"
         if last_key is not None:
             lo = max(lo, bisect.bisect_right(keys, last_key))
+        start = lo
         items: list[Entry] = []
         index = lo
         if predicate.empty:
@@ -274,14 +283,21 @@ class Endpoints:
                 index += 1
         meta: dict[str, Any] = {"resourceVersion": str(snap.rv)}
         if limit and len(items) == limit and index < hi:
-            if predicate.empty:
-                remaining = hi - index
+            if predicate.attributes_empty:
+                # cacher.go GetList: the items in range less the limit, and a continue token
+                # whenever items are left, matching the shard selector or not.
+                remaining = hi - start - limit
             else:
                 remaining = sum(1 for k in keys[index:hi] if predicate.matches(objects[k]))
             if remaining:
                 meta["continue"] = encode_continue(snap.rv, items[-1].key)
-                if predicate.empty:  # etcd3 sets it only without selectors
+                if predicate.attributes_empty:  # only without label and field selectors
                     meta["remainingItemCount"] = remaining
+        if predicate.shard is not None and rt.builtin:
+            # selection_predicate.go SetShardInfoOnList sets it on lists implementing
+            # metav1.ShardedListInterface; a custom resource's UnstructuredList does not, so
+            # kube-apiserver v1.36.3 filters custom resources but answers no shardInfo.
+            meta["shardInfo"] = {"selector": str(predicate.shard)}
         if rt.builtin:
             bodies = [e.body for e in items]
         else:
@@ -301,7 +317,10 @@ class Endpoints:
         if info.name:  # a watch on one object (legacy /watch/.../<name>)
             name_term = f"metadata.name={info.name}"
             field_selector = f"{name_term},{field_selector}" if field_selector else name_term
-        predicate = Predicate(rt, opts.label_selector, field_selector)
+        shard = parse_shard_selector(opts.shard_selector, self.settings.sharded_list_and_watch)
+        if opts.resource_version:
+            parse_resource_version(opts.resource_version)
+        predicate = Predicate(rt, opts.label_selector, field_selector, shard)
         stream = WatchStream(
             storage=self.storage, rt=rt,
             namespace=info.namespace if rt.namespaced else None,
@@ -316,10 +335,12 @@ class Endpoints:
     # -- writes --------------------------------------------------------------------------------
 
     @staticmethod
-    def _dry_run(query: dict[str, str]) -> bool:
+    def _dry_run(query: dict[str, str], options_kind: str = "CreateOptions") -> bool:
+        """``dryRun=All`` or none; anything else is a 422 on the verb's options kind
+        (``apimachinery/pkg/apis/meta/v1/validation`` ``ValidateDryRun``)."""
         value = query.get("dryRun", "")
         if value and value != "All":
-            raise status.invalid("CreateOptions", "meta.k8s.io", "", [(
+            raise status.invalid(options_kind, "meta.k8s.io", "", [(
                 "FieldValueNotSupported", "dryRun",
                 f'Unsupported value: ["{value}"]: supported values: "All"')])
         return value == "All"
@@ -343,7 +364,7 @@ class Endpoints:
         assert rt is not None
         entry = self.strategy.update(
             rt, info.namespace or "", info.name, body, subresource=info.subresource,
-            dry_run=self._dry_run(query), manager=manager,
+            dry_run=self._dry_run(query, "UpdateOptions"), manager=manager,
         )
         return Response(200, entry.typed(rt))
 
@@ -373,7 +394,7 @@ class Endpoints:
             raise status.bad_request("the body of an apply patch must be an object")
         entry, created = self.strategy.apply(
             rt, info.namespace or "", info.name, config, manager=manager, force=force,
-            dry_run=self._dry_run(query), subresource=info.subresource or "")
+            dry_run=self._dry_run(query, "PatchOptions"), subresource=info.subresource or "")
         return Response(201 if created else 200, entry.typed(rt))
 
     def patch(
@@ -385,7 +406,8 @@ class Endpoints:
         assert rt is not None
         entry = self.strategy.patch(
             rt, info.namespace or "", info.name, content_type, body,
-            subresource=info.subresource, dry_run=self._dry_run(query), validate=validate,
+            subresource=info.subresource, dry_run=self._dry_run(query, "PatchOptions"),
+            validate=validate,
             manager=manager,
         )
         return Response(200, entry.typed(rt))
@@ -417,7 +439,8 @@ class Endpoints:
         assert rt is not None
         options = self.delete_options(query, body)
         entry, gone = self.strategy.delete(
-            rt, info.namespace or "", info.name, options, dry_run=self._dry_run(query)
+            rt, info.namespace or "", info.name, options,
+            dry_run=self._dry_run(query, "DeleteOptions")
         )
         code = 200
         if not gone and options.get("orphanDependents") is False:
@@ -440,16 +463,19 @@ class Endpoints:
     ) -> Response:
         rt = info.rt
         assert rt is not None
-        predicate = Predicate(rt, opts.label_selector, opts.field_selector)
+        shard = parse_shard_selector(opts.shard_selector, self.settings.sharded_list_and_watch)
+        predicate = Predicate(rt, opts.label_selector, opts.field_selector, shard)
         options = self.delete_options(query, body)
         entries = self.strategy.delete_collection(
-            rt, info.namespace, predicate, options, dry_run=self._dry_run(query)
+            rt, info.namespace, predicate, options,
+            dry_run=self._dry_run(query, "DeleteOptions"),
         )
         head = (
             f'{{"kind":"{rt.list_kind}","apiVersion":"{rt.api_version}","metadata":'.encode()
             + dumps({"resourceVersion": str(self.storage.rv)}) + b',"items":['
         )
-        bodies = [e.typed(rt) for e in entries]
+        # Items as a list answers them: built-in kinds without kind/apiVersion.
+        bodies = [e.body if rt.builtin else e.typed(rt) for e in entries]
         return Response(200, b"".join((head, b",".join(bodies), b"]}")))
 
 

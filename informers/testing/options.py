@@ -13,7 +13,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from informers import fields, labels
+from informers import fields, labels, sharding
 from informers.errors import SelectorError, StatusError
 from informers.testing import status
 from informers.testing.codec import dumps, loads
@@ -21,7 +21,7 @@ from informers.testing.resources import ResourceType
 from informers.testing.storage import Entry
 
 __all__ = ["EXACT", "NOT_OLDER_THAN", "ListOptions", "Predicate", "decode_continue",
-           "encode_continue"]
+           "encode_continue", "parse_resource_version", "parse_shard_selector"]
 
 EXACT = "Exact"
 NOT_OLDER_THAN = "NotOlderThan"
@@ -52,14 +52,39 @@ def parse_int(name: str, value: str) -> int:
     return number
 
 
-def parse_resource_version(value: str) -> int:
-    """A resourceVersion is an unsigned decimal (``APIObjectVersioner.ParseResourceVersion``)."""
-    if not value.isdigit():
-        raise status.bad_request(
-            f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing '
-            f'"{value}": invalid syntax'
-        )
+def parse_resource_version(value: str, *, for_list: bool = False) -> int:
+    """A resourceVersion is an unsigned decimal (``APIObjectVersioner.ParseResourceVersion``).
+
+    Its error reaches the client as the storage returns it: a list answers 400
+    ``invalid resource version: <err>`` (``cacher.go`` ``GetList`` wraps it in
+    ``NewBadRequest``), a get or a watch 500 with the bare error and no reason (a plain error,
+    ``responsewriters.ErrorToAPIStatus``).
+    """
+    if not value.isdigit() or int(value) >= 2**64:
+        why = "invalid syntax" if not value.isdigit() else "value out of range"
+        message = (f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing '
+                   f'"{value}": {why}')
+        if for_list:
+            raise status.bad_request(f"invalid resource version: {message}")
+        raise status.plain_error(message)
     return int(value)
+
+
+def parse_shard_selector(text: str, enabled: bool) -> sharding.ShardSelector | None:
+    """The ``shardSelector`` of a list, watch or deletecollection: ``None`` when absent or when
+    the server runs without ``ShardedListAndWatch`` (then, as on kube-apiserver without the
+    gate, the parameter is ignored, even if invalid).
+
+    Raises:
+        StatusError: 500 ``invalid shard selector: <err>``: ``registry/generic/registry/
+            store.go`` ``ListPredicate`` and ``Watch`` return the parse error unwrapped.
+    """
+    if not enabled or not text:
+        return None
+    try:
+        return sharding.parse(text)
+    except sharding.ShardSelectorError as err:
+        raise status.plain_error(f"invalid shard selector: {err}") from None
 
 
 @dataclass
@@ -76,6 +101,7 @@ class ListOptions:
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None
     timeout_seconds: int | None = None
+    shard_selector: str = ""
 
     @classmethod
     def parse(cls, query: dict[str, str], *, force_watch: bool = False) -> ListOptions:
@@ -103,8 +129,7 @@ class ListOptions:
             opts.send_initial_events = parse_bool("sendInitialEvents", query["sendInitialEvents"])
         if query.get("timeoutSeconds"):
             opts.timeout_seconds = parse_int("timeoutSeconds", query["timeoutSeconds"])
-        if opts.resource_version:
-            parse_resource_version(opts.resource_version)
+        opts.shard_selector = query.get("shardSelector", "")
         opts._set_defaults()
         opts.validate()
         return opts
@@ -162,15 +187,20 @@ class ListOptions:
 
 
 class Predicate:
-    """A label and field selector for one request (``storage.SelectionPredicate``).
+    """A label, field and shard selector for one request (``storage.SelectionPredicate``).
 
     Field labels are checked against what the real server supports for the kind
     (``field label not supported: x``, a 400), after its conversions (a pod's ``spec.host``).
+    ``shard`` is a parsed ``shardSelector`` (:func:`parse_shard_selector`). ``empty`` is true
+    when nothing filters; ``attributes_empty`` when no label or field selector does (the
+    storage's ``Predicate.Empty()``, which ignores the shard selector: it decides whether a
+    paginated list carries ``remainingItemCount``).
     """
 
-    __slots__ = ("empty", "field", "label")
+    __slots__ = ("attributes_empty", "empty", "field", "label", "shard")
 
-    def __init__(self, rt: ResourceType, label_selector: str, field_selector: str) -> None:
+    def __init__(self, rt: ResourceType, label_selector: str, field_selector: str,
+                 shard: sharding.ShardSelector | None = None) -> None:
         try:
             self.label = labels.parse(label_selector)
         except SelectorError as err:
@@ -189,12 +219,22 @@ class Predicate:
                 self.field = fields.parse(field_selector).transform(check)
         except SelectorError as err:
             raise status.bad_request(str(err)) from None
-        self.empty = self.label.empty() and self.field.empty()
+        self.shard = shard if shard is not None and not shard.empty() else None
+        self.attributes_empty = self.label.empty() and self.field.empty()
+        self.empty = self.attributes_empty and self.shard is None
 
     def matches(self, entry: Entry) -> bool:
-        return self.empty or (
-            self.label.matches(entry.labels) and self.field.matches(entry.fields)
-        )
+        if self.empty:
+            return True
+        if self.shard is not None and not self._shard_matches(entry):
+            return False
+        return self.label.matches(entry.labels) and self.field.matches(entry.fields)
+
+    def _shard_matches(self, entry: Entry) -> bool:
+        assert self.shard is not None
+        key = self.shard.requirements[0].key
+        value = entry.namespace if key == sharding.NAMESPACE_KEY else entry.uid
+        return self.shard.matches_hash("0x" + sharding.hash_field(value))
 
 
 # -- continue tokens (the shape of apiserver/pkg/storage/continue.go) ---------------------------

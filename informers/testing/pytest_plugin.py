@@ -1,4 +1,5 @@
-"""pytest fixtures for the embedded API server: ``api_server``, ``api_client`` and ``manager``.
+"""pytest fixtures for the test API servers: ``api_server``, ``api_client``, ``manager``, and
+the real control plane's ``control_plane`` and ``any_api_client``.
 
 Registered through the ``pytest11`` entry point of kube-informers, so any project that installs
 the package gets them. This module imports nothing heavy at collection time; the server is
@@ -13,19 +14,70 @@ Options for one test (or module, via ``pytestmark``) go through a marker::
 :func:`informers.testing.runner.run_manager`. To run the same tests on a real cluster, override
 ``api_client`` in a ``conftest.py`` with a client of that cluster (the project's own suite
 does so with its real kube-apiserver).
+
+The real control plane (what controller-runtime's envtest gives Go authors): ``control_plane``
+is a session-wide :class:`~informers.testing.control_plane.ControlPlane` (etcd and
+kube-apiserver on loopback) started from the binaries in ``$KUBE_INFORMERS_CONTROL_PLANE_BIN``
+(envtest's ``KUBEBUILDER_ASSETS``; the tests that ask for it are skipped when it is unset),
+with the CRDs, feature gates and flags of ``control_plane_options``, a session fixture a
+``conftest.py`` overrides::
+
+    @pytest.fixture(scope="session")
+    def control_plane_options():
+        return ControlPlaneOptions(crds=["config/crd"],
+                                   feature_gates={"ShardedListAndWatch": True})
+
+``any_api_client`` runs a test twice: on a fresh embedded server with the same CRDs (and the
+feature gates it knows), and on the session's control plane (marked ``control_plane``, so
+``-m "not control_plane"`` leaves it out). The control plane is shared by the session: a test
+keeps to its own namespace and names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from informers.testing.control_plane import ControlPlane
     from informers.testing.server import ApiServer
 
-__all__ = ["api_client", "api_server", "manager"]
+__all__ = ["ControlPlaneOptions", "any_api_client", "api_client", "api_server",
+           "control_plane", "control_plane_options", "manager"]
+
+_BINARIES_ENV = "KUBE_INFORMERS_CONTROL_PLANE_BIN"  # informers.testing.binaries.BINARIES_ENV
+
+
+@dataclass(frozen=True)
+class ControlPlaneOptions:
+    """What the ``control_plane`` fixture starts (envtest's ``Environment`` options).
+
+    Attributes:
+        crds: CRD files or folders installed after start, waited for until Established and
+            served (envtest's ``CRDDirectoryPaths``; :func:`informers.testing.crd_installer.
+            install_crds`); ``any_api_client`` gives them to the embedded server too.
+        feature_gates: kube-apiserver feature gates (``--feature-gates``); the embedded
+            server of ``any_api_client`` gets those it knows
+            (:data:`informers.testing.server.FEATURE_GATES`).
+        apiserver_args: extra kube-apiserver flags (envtest's ``ControlPlane.APIServer``
+            ``Configure()``), after the fixture's own.
+        binaries_dir: where kube-apiserver and etcd are (default:
+            ``$KUBE_INFORMERS_CONTROL_PLANE_BIN``).
+        crd_max_wait: seconds to wait for the CRDs (envtest's ``CRDInstallOptions.MaxTime``,
+            10 s).
+        startup_timeout: seconds to wait for each component's health.
+    """
+
+    crds: tuple[str | os.PathLike[str], ...] = ()
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    apiserver_args: tuple[str, ...] = ()
+    binaries_dir: str | None = None
+    crd_max_wait: float = 10.0
+    startup_timeout: float = 180.0
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,6 +85,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "api_server(**kwargs): keyword arguments for the embedded ApiServer of the "
         "api_server fixture",
+    )
+    config.addinivalue_line(
+        "markers",
+        "control_plane: runs on the real kube-apiserver of the control_plane fixture",
     )
 
 
@@ -71,3 +127,74 @@ def manager(api_client: Any) -> Any:
     from informers.manager import Manager
 
     return Manager(api_client, shutdown_timeout=5.0)
+
+
+@pytest.fixture(scope="session")
+def control_plane_options() -> ControlPlaneOptions:
+    """The options of ``control_plane`` (none by default); override it in a ``conftest.py``."""
+    return ControlPlaneOptions()
+
+
+@pytest.fixture(scope="session")
+def control_plane(control_plane_options: ControlPlaneOptions,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A started :class:`~informers.testing.control_plane.ControlPlane` with the CRDs of
+    ``control_plane_options`` installed and served, shared by the session and stopped at its
+    end (its logs stay in pytest's basetemp, ``control-plane*/``). Skips the test when no
+    binaries directory is given."""
+    from informers.testing.binaries import ControlPlaneBinaries
+    from informers.testing.control_plane import ControlPlane
+    from informers.testing.crd_installer import install_crds
+
+    options = control_plane_options
+    bin_dir = options.binaries_dir or os.environ.get(_BINARIES_ENV)
+    if not bin_dir:
+        pytest.skip(f"no real control plane: set ${_BINARIES_ENV} to a directory holding "
+                    "kube-apiserver and etcd")
+    plane = ControlPlane(
+        ControlPlaneBinaries.from_dir(bin_dir),
+        work_dir=tmp_path_factory.mktemp("control-plane"),
+        feature_gates=options.feature_gates, apiserver_args=options.apiserver_args,
+        startup_timeout=options.startup_timeout)
+    plane.start()
+    try:
+        if options.crds:
+            api = plane.api_client()
+            try:
+                install_crds(api, options.crds, max_wait=options.crd_max_wait)
+            finally:
+                api.close()
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(params=["embedded", pytest.param("real", marks=pytest.mark.control_plane)])
+def any_api_client(request: pytest.FixtureRequest,
+                   control_plane_options: ControlPlaneOptions) -> Iterator[Any]:
+    """A ``kubernetes.client.ApiClient``, once on a fresh embedded
+    :class:`~informers.testing.ApiServer` with ``control_plane_options.crds``, once on the
+    session's ``control_plane``; closed (and the embedded server stopped) after the test.
+    ``request.param`` (``"embedded"`` or ``"real"``) tells which."""
+    if request.param == "real":
+        plane = request.getfixturevalue("control_plane")
+        client = plane.api_client()
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    from informers.testing.server import FEATURE_GATES, ApiServer
+
+    gates = {k: v for k, v in control_plane_options.feature_gates.items()
+             if k in FEATURE_GATES}
+    server = ApiServer(crds=control_plane_options.crds, feature_gates=gates)
+    server.start()
+    try:
+        client = server.api_client()
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        server.stop()

@@ -13,7 +13,8 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
@@ -34,12 +35,17 @@ from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, obj
 from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
 from informers.testing.watch import EVENT_TYPES, WatchHandle
 
-__all__ = ["DEFAULT_NAMESPACES", "ApiServer"]
+__all__ = ["DEFAULT_NAMESPACES", "FEATURE_GATES", "ApiServer"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 """The namespaces a new cluster has (kube-apiserver's system namespaces controller)."""
+
+FEATURE_GATES: Mapping[str, bool] = MappingProxyType({"ShardedListAndWatch": True})
+"""The feature gates the embedded server knows and their defaults (``ApiServer(feature_gates=)``
+overrides them). ``ShardedListAndWatch`` is alpha, off by default, in kube-apiserver v1.36
+(``apiserver/pkg/features/kube_features.go``); here it is on, so clients can be tested with it."""
 
 
 class ApiServer:
@@ -150,6 +156,13 @@ class ApiServer:
             and ``.json`` files are read (envtest's ``CRDDirectoryPaths``; see
             :func:`informers.testing.crds.read_crds`). A missing path raises
             ``FileNotFoundError``, an invalid CRD the API's 422 ``StatusError``.
+        feature_gates: kube-apiserver feature gates to turn on or off, by name, over
+            :data:`FEATURE_GATES` (the defaults). Only ``ShardedListAndWatch`` (KEP-5866, alpha
+            in v1.36) is known: on by default here (kube-apiserver's default is off), it makes
+            list, watch and deletecollection honour ``shardSelector`` (see
+            :mod:`informers.sharding`) and lists echo it in ``metadata.shardInfo``; off, the
+            parameter is ignored as by a server without the gate. An unknown name raises
+            ``ValueError`` (kube-apiserver: ``unrecognized feature gate``).
     """
 
     def __init__(
@@ -162,7 +175,14 @@ class ApiServer:
         header_read_timeout: float = 32.0, idle_timeout: float = 90.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         crds: Iterable[str | os.PathLike[str]] = (),
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
+        gates = dict(FEATURE_GATES)
+        for gate, enabled in (feature_gates or {}).items():
+            if gate not in gates:
+                raise ValueError(f"unrecognized feature gate: {gate}")
+            gates[gate] = bool(enabled)
+        self.feature_gates = gates
         if header_read_timeout <= 0 or idle_timeout <= 0:
             raise ValueError("header_read_timeout and idle_timeout must be > 0, got "
                              f"{header_read_timeout} and {idle_timeout}")
@@ -188,6 +208,7 @@ class ApiServer:
             settings=Settings(
                 bookmark_interval=bookmark_interval, min_request_timeout=min_request_timeout,
                 fresh_wait=fresh_wait, watch_cache=watch_cache,
+                sharded_list_and_watch=gates["ShardedListAndWatch"],
             ),
         )
         self.schemas = Schemas.shared()

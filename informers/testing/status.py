@@ -27,6 +27,7 @@ __all__ = [
     "namespace_terminating",
     "not_found",
     "not_found_path",
+    "plain_error",
     "qualified",
     "request_entity_too_large",
     "status_dict",
@@ -143,7 +144,7 @@ def invalid(
         message = f'{qualified_kind} "{name}" is invalid: {rendered[0]}'
     else:
         message = f'{qualified_kind} "{name}" is invalid: [{", ".join(rendered)}]'
-    details: dict[str, Any] = {"name": name}
+    details: dict[str, Any] = {"name": name} if name else {}  # StatusDetails omitempty
     if group:
         details["group"] = group
     details["kind"] = kind
@@ -244,6 +245,14 @@ def internal_error(message: str) -> StatusError:
         500, "InternalError", f"Internal error occurred: {message}",
         {"causes": [{"message": message}]},
     )
+
+
+def plain_error(message: str, code: int = 500) -> StatusError:
+    """A plain Go error as the handlers answer it: ``code`` 500, the error's text, no reason
+    and no details (``responsewriters.ErrorToAPIStatus`` for an error that is not an
+    ``APIStatus``)."""
+    return StatusError({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Failure", "message": message, "code": code})
 
 
 def timeout(message: str, retry_after: int = 0) -> StatusError:

@@ -56,13 +56,14 @@ class Entry:
         body: compact JSON without ``kind``/``apiVersion``.
         labels: ``metadata.labels`` (for label selectors).
         fields: the kind's selectable fields (for field selectors).
+        uid: ``metadata.uid`` (for shard selectors), ``""`` if absent.
     """
 
-    __slots__ = ("body", "fields", "key", "labels", "name", "namespace", "rv")
+    __slots__ = ("body", "fields", "key", "labels", "name", "namespace", "rv", "uid")
 
     def __init__(
         self, key: str, namespace: str, name: str, rv: int, body: bytes,
-        labels: dict[str, str], fields: dict[str, str],
+        labels: dict[str, str], fields: dict[str, str], uid: str = "",
     ) -> None:
         self.key = key
         self.namespace = namespace
@@ -71,6 +72,7 @@ class Entry:
         self.body = body
         self.labels = labels
         self.fields = fields
+        self.uid = uid
 
     def decode(self) -> dict[str, Any]:
         """A fresh dict of the object (without ``kind``/``apiVersion``); the caller owns it."""
@@ -305,6 +307,7 @@ class Storage:
             dict(labels) if isinstance(labels, dict) else {},
             {**field_selectors.object_fields(obj, rt.kind, namespaced=rt.namespaced),
              **rt.extra_fields(obj)},
+            uid if isinstance(uid := meta.get("uid"), str) else "",
         )
 
     def _advance(self) -> int:

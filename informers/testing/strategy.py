@@ -486,7 +486,7 @@ class Strategy:
             if grace is not None and not isinstance(grace, int):
                 raise status.bad_request("gracePeriodSeconds must be an integer")
             if dry_run:
-                return current, False
+                return self._dry_run_delete(rt, current, obj, grace)
             if is_namespaces(rt):
                 return self._delete_namespace(rt, current, obj)
             if is_pods(rt):
@@ -501,6 +501,42 @@ class Strategy:
                 self._bump_generation(rt, meta)
                 return self._put(rt, obj), False
             return self._remove(rt, current.key), True
+
+    def _dry_run_delete(
+        self, rt: ResourceType, current: Entry, obj: dict[str, Any], grace: int | None
+    ) -> tuple[Entry, bool]:
+        """What a delete would answer, storing nothing (``store.go`` ``Delete`` with
+        ``dryRun``): an object with finalizers, a pod (graceful deletion: marked even with
+        period 0) and a namespace (``Terminating``) are answered marked, at their stored
+        resourceVersion; any other is answered as stored, and the endpoint turns that into
+        the ``Status`` or the object, as for a real removal."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            pending = meta.get("deletionGracePeriodSeconds")
+            if is_namespaces(rt):
+                return current, not (spec_finalizers(obj) or meta.get("finalizers"))
+            if meta.get("finalizers"):
+                return current, False
+            if is_pods(rt) and pending and pod_grace_period(obj, grace) >= pending:
+                return current, False
+            return current, True
+        if is_namespaces(rt):
+            meta["deletionTimestamp"] = self._now()
+            status_part = obj.get("status")
+            obj["status"] = {**(status_part if isinstance(status_part, dict) else {}),
+                             "phase": TERMINATING}
+            return self._storage.preview(rt, obj), False
+        period = pod_grace_period(obj, grace) if is_pods(rt) else 0
+        if is_pods(rt) or meta.get("finalizers"):
+            # The dry-run graceful update's object, returned as is (store.go Delete: "Going
+            # further in this function is not useful when we are performing a dry-run").
+            moment = self._clock.wall() + datetime.timedelta(seconds=period)
+            meta["deletionTimestamp"] = rfc3339(moment)
+            meta["deletionGracePeriodSeconds"] = period
+            self._bump_generation(rt, meta)
+            gone = period == 0 and not meta.get("finalizers")
+            return self._storage.preview(rt, obj), gone
+        return current, True
 
     def _delete_pod(
         self, rt: ResourceType, current: Entry, obj: dict[str, Any], grace: int | None
