@@ -1,0 +1,14 @@
+"""Sharding one controller across replicas (issue 20): membership on Leases, the assignment
+of the 64-bit FNV-1a hash space (KEP-5866's) to the members, filtered list and watch, and a
+handover that never lets two replicas reconcile one key at once.
+
+* :mod:`informers.shard.ranges`: :class:`RangeSet`, :func:`assign`, selectors;
+* :mod:`informers.shard.handover`: the per-member handover state machine.
+"""
+
+from __future__ import annotations
+
+from informers.shard.handover import Handover
+from informers.shard.ranges import SPACE, RangeSet, assign, key_hash, selector_for, view_id
+
+__all__ = ["SPACE", "Handover", "RangeSet", "assign", "key_hash", "selector_for", "view_id"]
