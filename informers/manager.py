@@ -305,9 +305,15 @@ class Manager:
             self.shard = ShardCoordinator(api_client, sharding, clock=clock,
                                           metrics_registry=metrics_registry)
             factory.wrap_list_watch = self.shard.list_watch
+            self.shard.before_relist.append(self._reset_informer_backoffs)
             self.add_runnable(self.shard.run, name=SHARD_RING_CHECK)
             if self.health_server is not None:
                 self.health_server.add_readyz_check(SHARD_RING_CHECK, self.shard.ready)
+
+    def _reset_informer_backoffs(self) -> None:
+        if self.factory is not None:
+            for informer in self.factory.informers().values():
+                informer.reset_backoff()
 
     def _new_elector(self, cfg: LeaderElectionConfig) -> LeaderElector:
         assert self._identity is not None

@@ -486,6 +486,15 @@ class SharedIndexInformer:
         reflector = self._reflector
         return reflector.metrics if reflector is not None else None
 
+    def reset_backoff(self) -> None:
+        """Restart the reflector's backoff at its first delay, before a relist that follows no
+        failure (a :class:`~informers.shard.list_watch.ShardedListWatch` ends its watches
+        when its ranges change), so repeated changes do not wait ever longer. No-op before
+        :meth:`run`."""
+        reflector = self._reflector
+        if reflector is not None:
+            reflector.backoff.reset()
+
     def has_started(self) -> bool:
         return self._started
 

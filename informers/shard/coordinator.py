@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +175,11 @@ class ShardCoordinator:
             else None
         self._filtered_exported = 0
         self._stopping = False
+        self.before_relist: list[Callable[[], None]] = []
+        """Called before the ListWatches get new ranges (their informers then relist), e.g.
+        to reset the informers' backoff (:meth:`SharedIndexInformer.reset_backoff
+        <informers.shared_informer.SharedIndexInformer.reset_backoff>`, as the Manager
+        does)."""
 
     # -- wiring --------------------------------------------------------------------------------
 
@@ -328,6 +334,12 @@ class ShardCoordinator:
                 self._target_since = now
             list_watches = list(self._list_watches)
             gated = list(self._gated)
+        if target != old_target:
+            for hook in list(self.before_relist):
+                try:
+                    hook()
+                except Exception:
+                    logger.exception("ring %s: before_relist hook failed", self.config.ring)
         for lw in list_watches:
             lw.set_ranges(target)
         if draining and not self._in_flight_in(gated, draining):
