@@ -133,3 +133,21 @@ def test_key_hash_reads_namespace_or_uid() -> None:
     assert key_hash(obj, UID_KEY) == fnv1a_64(b"u-1")
     with pytest.raises(ValueError, match="unsupported shard key"):
         ShardedListWatch(list_watch_from_client(None, "configmaps"), "object.metadata.name")
+
+
+def test_a_compact_informer_holds_the_share_too(sharded_server: tuple[ApiServer, bool]) -> None:
+    srv, _ = sharded_server
+    api = srv.api_client()
+    lw = ShardedListWatch(list_watch_from_client(api, "configmaps"), NAMESPACE_KEY, UPPER)
+    informer = SharedIndexInformer(lw, compact=True)
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,))
+    thread.start()
+    try:
+        wait_for(informer.has_synced)
+        assert set(informer.get_store().list_keys()) == share(UPPER)
+    finally:
+        stop.set()
+        thread.join(5)
+        api.close()
+    assert not thread.is_alive()

@@ -21,9 +21,10 @@ HTTP one of :func:`informers.client.list_watch_from_client`):
 An empty range set (the member owns nothing yet) is sent as the one-hash range
 ``[0x0, 0x1)`` (a selector must have a range) and everything is dropped on the client.
 
-A list function that compacts items as they are decoded (``ListOptions.item_hook``) hands
-back items that are not ``dict``: those cannot be hashed here and are kept, so give
-sharded informers no compaction hook.
+The list is asked without ``ListOptions.item_hook`` (a compact informer's encoder), so its
+items come back as ``dict`` and can be checked; the reflector applies the hook to the kept
+items afterwards (its contract for a list function that ignores the hook). A compact sharded
+informer's list so exists decoded in full for a moment.
 
 Thread-safe: :meth:`set_ranges` may be called from any thread while the reflector lists and
 watches.
@@ -128,7 +129,8 @@ class ShardedListWatch(ListWatch):
     def list(self, options: ListOptions) -> ListResult:
         ranges = self.ranges
         opts = dataclasses.replace(
-            options, shard_selector=str(selector_for(ranges or _NOTHING, self.key)))
+            options, shard_selector=str(selector_for(ranges or _NOTHING, self.key)),
+            item_hook=None)
         result = self.inner.list(opts)
         self.server_filters = result.shard_info is not None
         if result.shard_info is None:
