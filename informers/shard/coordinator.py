@@ -190,6 +190,11 @@ class ShardCoordinator:
             self._list_watches.append(lw)
         return lw
 
+    def list_watches(self) -> tuple[ShardedListWatch, ...]:
+        """The ListWatches made by :meth:`list_watch`."""
+        with self._lock:
+            return tuple(self._list_watches)
+
     def gate(self, controller: Any, informer: Any = None) -> None:
         """Make ``controller`` (a :class:`~informers.controller.Controller`) reconcile only
         this member's active keys: sets its ``shard_check``. ``informer``: its primary

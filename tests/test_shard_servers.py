@@ -1,0 +1,87 @@
+"""Two sharded Managers on the embedded server and on the real kube-apiserver v1.36.3 (with
+ShardedListAndWatch on): the server filters (every list answers shardInfo), each namespace is
+reconciled last by the replica whose range holds its hash, and a replica that stops hands its
+namespaces over."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from informers.controller import Controller, EnqueueRequestForObject
+from informers.factory import SharedInformerFactory
+from informers.list_watch import ListOptions
+from informers.manager import Manager
+from informers.shard import assign
+from informers.shard.coordinator import ShardingConfig
+from informers.shard.list_watch import ShardedListWatch
+from informers.sharding import fnv1a_64
+
+
+def test_two_replicas_share_the_namespaces(any_api_server: Any) -> None:
+    srv = any_api_server
+    label = f"shard-{srv.namespace}"
+    namespaces = [srv.new_namespace("shard") for _ in range(6)]
+    for ns in namespaces:
+        srv.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "settings", "namespace": ns, "labels": {"shard-test": label}}})
+    replicas = [f"{label}-a", f"{label}-b"]
+    last: dict[str, str] = {}
+    managers: dict[str, Manager] = {}
+    stops: dict[str, threading.Event] = {}
+    threads: dict[str, threading.Thread] = {}
+    clients = []
+
+    def only_ours(options: ListOptions) -> None:
+        options.label_selector = f"shard-test={label}"
+
+    for name in replicas:
+        api = srv.api_client()
+        clients.append(api)
+        factory = SharedInformerFactory(api, tweak_list_options=only_ours)
+        manager = Manager(api, factory=factory, sharding=ShardingConfig(
+            label, namespace=srv.namespace, name=name, lease_duration=3, renew_deadline=2,
+            retry_period=0.25))
+
+        def reconcile(key: str, name: str = name) -> None:
+            last[key.split("/")[0]] = name
+
+        controller = Controller(f"settings-{name}", reconcile)
+        controller.watch(factory.core().v1().config_maps().informer(), EnqueueRequestForObject)
+        manager.add(controller, needs_leader=False)
+        managers[name] = manager
+        stops[name] = threading.Event()
+        threads[name] = threading.Thread(target=manager.start, args=(stops[name],))
+        threads[name].start()
+
+    def wait_for(owners: list[str]) -> dict[str, str]:
+        ranges = assign(owners)
+        expected = {ns: next(r for r in owners if fnv1a_64(ns.encode()) in ranges[r])
+                    for ns in namespaces}
+        deadline = time.monotonic() + 20
+        while last != expected:
+            assert time.monotonic() < deadline, (last, expected)
+            time.sleep(0.05)
+        return expected
+
+    try:
+        wait_for(replicas)
+        for manager in managers.values():
+            assert manager.shard is not None
+            lws = manager.shard.list_watches()
+            assert len(lws) == 1 and isinstance(lws[0], ShardedListWatch)
+            assert lws[0].server_filters is True
+            assert manager.shard.metrics().filtered_on_client == 0
+        stopped = time.monotonic()
+        stops[replicas[1]].set()
+        threads[replicas[1]].join(10)
+        wait_for(replicas[:1])
+        assert time.monotonic() - stopped < 3.0  # released at once, not expired
+    finally:
+        for stop in stops.values():
+            stop.set()
+        for t in threads.values():
+            t.join(10)
+        for api in clients:
+            api.close()
