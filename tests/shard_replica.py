@@ -5,7 +5,7 @@ It reconciles every ConfigMap of the ring's share, over and over (each reconcile
 the system-wide monotonic time to a log shared by all replicas (one ``os.write`` per line on
 an ``O_APPEND`` file: lines do not interleave). SIGTERM stops it cleanly (Manager.run).
 
-Usage: python tests/shard_replica.py KUBECONFIG RING NAME LOG [WORK]
+Usage: python tests/shard_replica.py KUBECONFIG RING NAME LOG LEASE_NAMESPACE [WORK]
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ RETRY_PERIOD = 0.25
 
 
 def main() -> None:
-    kubeconfig, ring, name, log_path = sys.argv[1:5]
-    work = float(sys.argv[5]) if len(sys.argv) > 5 else 0.02
+    kubeconfig, ring, name, log_path, lease_namespace = sys.argv[1:6]
+    work = float(sys.argv[6]) if len(sys.argv) > 6 else 0.02
     logging.basicConfig(level=logging.INFO, format=f"{name} %(levelname)s %(name)s %(message)s")
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -53,7 +53,7 @@ def main() -> None:
 
     factory = SharedInformerFactory(api, tweak_list_options=only_the_test_objects)
     manager = Manager(api, factory=factory, sharding=ShardingConfig(
-        ring, namespace="kube-system", name=name, lease_duration=LEASE_DURATION,
+        ring, namespace=lease_namespace, name=name, lease_duration=LEASE_DURATION,
         renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD), shutdown_timeout=5)
     controller = Controller("shard-test", reconcile, workers=2, drain_timeout=2)
     controller.watch(factory.core().v1().config_maps().informer(),

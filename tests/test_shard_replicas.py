@@ -1,7 +1,8 @@
 """Replicas of a sharded controller as processes (tests/shard_replica.py) on the embedded
-server: they partition the keys exactly, a joining replica takes its ranges without any key
-reconciled by two replicas at once, a clean shutdown hands over at once, a SIGKILLed
-replica's ranges are taken over within the lease duration plus the handover.
+server and on the real kube-apiserver v1.36.3 (ShardedListAndWatch on): they partition the
+keys exactly, a joining replica takes its ranges without any key reconciled by two replicas at
+once, a clean shutdown hands over at once, a SIGKILLed replica's ranges are taken over within
+the lease duration plus the handover.
 
 Exclusivity is checked on a log every replica appends reconcile start/end lines to, with the
 system-wide monotonic clock: for each key no two replicas' reconciles overlap in time."""
@@ -22,37 +23,26 @@ import pytest
 
 from informers.shard.ranges import assign
 from informers.sharding import fnv1a_64
-from informers.testing import ApiServer
 
 REPLICA = Path(__file__).with_name("shard_replica.py")
 ROOT = Path(__file__).resolve().parents[1]
-NAMESPACES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
-              "india", "juliet", "kilo", "lima"]
+NAMESPACE_COUNT = 12
 LEASE_DURATION = 3.0  # tests/shard_replica.py's timings
 TIMEOUT = 15.0
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, str]]:
-    with ApiServer() as srv:
-        for ns in NAMESPACES:
-            srv.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        path = str(tmp_path_factory.mktemp("shard") / "kubeconfig")
-        srv.write_kubeconfig(path)
-        yield srv, path
-
-
 class Ring:
-    def __init__(self, server: ApiServer, kubeconfig: str, name: str, log: Path) -> None:
+    def __init__(self, server: Any, name: str, log: Path) -> None:
         self.server = server
-        self.kubeconfig = kubeconfig
+        self.kubeconfig = server.write_kubeconfig(log.parent / "kubeconfig")
         self.name = name
         self.log = log
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.killed: dict[str, float] = {}
-        for ns in NAMESPACES:
+        self.namespaces = [server.new_namespace("ring") for _ in range(NAMESPACE_COUNT)]
+        for ns in self.namespaces:
             server.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
                 "name": name, "namespace": ns, "labels": {"shard-test": name}}})
 
@@ -60,7 +50,8 @@ class Ring:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         out = open(self.log.with_suffix(f".{member}.out"), "wb")  # noqa: SIM115
         self.procs[member] = subprocess.Popen(
-            [sys.executable, str(REPLICA), self.kubeconfig, self.name, member, str(self.log)],
+            [sys.executable, str(REPLICA), self.kubeconfig, self.name, member, str(self.log),
+             self.server.namespace],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         out.close()
         return time.monotonic()
@@ -88,7 +79,7 @@ class Ring:
         ranges = assign(self.procs)
         return {f"{ns}/{self.name}": next(m for m, r in ranges.items()
                                           if fnv1a_64(ns.encode()) in r)
-                for ns in NAMESPACES}
+                for ns in self.namespaces}
 
     def converged_at(self, since: float) -> float | None:
         """When every key had been reconciled by its expected owner after ``since``; None
@@ -138,11 +129,8 @@ class Ring:
 
 
 @pytest.fixture
-def ring(cluster: tuple[ApiServer, str], tmp_path: Path,
-         request: pytest.FixtureRequest) -> Iterator[Ring]:
-    server, kubeconfig = cluster
-    name = f"ring-{request.node.name.split('[')[-1].rstrip(']').lower()}"
-    r = Ring(server, kubeconfig, name, tmp_path / "log")
+def ring(any_api_server: Any, tmp_path: Path) -> Iterator[Ring]:
+    r = Ring(any_api_server, f"ring-{any_api_server.namespace}", tmp_path / "log")
     try:
         yield r
     finally:
