@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from informers.controller import Controller, EnqueueRequestForObject
 from informers.factory import SharedInformerFactory
 from informers.list_watch import ListOptions
@@ -16,10 +18,21 @@ from informers.manager import Manager
 from informers.shard import assign
 from informers.shard.coordinator import ShardingConfig
 from informers.shard.list_watch import ShardedListWatch
-from informers.sharding import fnv1a_64
+from informers.sharding import NAMESPACE_KEY, UID_KEY, fnv1a_64
 
 
-def test_two_replicas_share_the_namespaces(any_api_server: Any) -> None:
+def test_sharding_config_refuses_bad_values() -> None:
+    with pytest.raises(ValueError, match="needs a ring name"):
+        ShardingConfig("")
+    with pytest.raises(ValueError, match=r"unsupported shard key 'object\.metadata\.name'"):
+        ShardingConfig("r", key="object.metadata.name")
+    with pytest.raises(ValueError, match="retry_period < renew_deadline < lease_duration"):
+        Manager(object(), factory=SharedInformerFactory(object()), sharding=ShardingConfig(
+            "r", lease_duration=2, renew_deadline=3))
+
+
+@pytest.mark.parametrize("key", [NAMESPACE_KEY, UID_KEY])
+def test_two_replicas_share_the_keys(any_api_server: Any, key: str) -> None:
     srv = any_api_server
     label = f"shard-{srv.namespace}"
     namespaces = [srv.new_namespace("shard") for _ in range(6)]
@@ -41,8 +54,8 @@ def test_two_replicas_share_the_namespaces(any_api_server: Any) -> None:
         clients.append(api)
         factory = SharedInformerFactory(api, tweak_list_options=only_ours)
         manager = Manager(api, factory=factory, sharding=ShardingConfig(
-            label, namespace=srv.namespace, name=name, lease_duration=3, renew_deadline=2,
-            retry_period=0.25))
+            label, namespace=srv.namespace, key=key, name=name, lease_duration=3,
+            renew_deadline=2, retry_period=0.25))
 
         def reconcile(key: str, name: str = name) -> None:
             last[key.split("/")[0]] = name
@@ -55,9 +68,12 @@ def test_two_replicas_share_the_namespaces(any_api_server: Any) -> None:
         threads[name] = threading.Thread(target=manager.start, args=(stops[name],))
         threads[name].start()
 
+    hashed = {ns: ns if key == NAMESPACE_KEY else srv.get("configmaps", ns, "settings")[
+        "metadata"]["uid"] for ns in namespaces}
+
     def wait_for(owners: list[str]) -> dict[str, str]:
         ranges = assign(owners)
-        expected = {ns: next(r for r in owners if fnv1a_64(ns.encode()) in ranges[r])
+        expected = {ns: next(r for r in owners if fnv1a_64(hashed[ns].encode()) in ranges[r])
                     for ns in namespaces}
         deadline = time.monotonic() + 20
         while last != expected:
