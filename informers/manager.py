@@ -306,9 +306,22 @@ class Manager:
                                           metrics_registry=metrics_registry)
             factory.wrap_list_watch = self.shard.list_watch
             self.shard.before_relist.append(self._reset_informer_backoffs)
+            self.shard.cache_check = self._shard_cache_applied
             self.add_runnable(self.shard.run, name=SHARD_RING_CHECK)
             if self.health_server is not None:
                 self.health_server.add_readyz_check(SHARD_RING_CHECK, self.shard.ready)
+
+    def _shard_cache_applied(self, list_watch: Any, resource_version: str) -> bool:
+        """Whether the factory's informer on ``list_watch`` has applied ``resource_version``."""
+        if self.factory is None:
+            return True
+        for informer in self.factory.informers().values():
+            if informer.list_watch is list_watch:
+                applied = informer.last_store_sync_resource_version()
+                if applied.isdigit() and resource_version.isdigit():
+                    return int(applied) >= int(resource_version)
+                return applied == resource_version
+        return True
 
     def _reset_informer_backoffs(self) -> None:
         if self.factory is not None:

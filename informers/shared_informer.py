@@ -486,6 +486,11 @@ class SharedIndexInformer:
         reflector = self._reflector
         return reflector.metrics if reflector is not None else None
 
+    @property
+    def list_watch(self) -> ListWatch:
+        """The ListWatch this informer lists and watches with."""
+        return self._list_watch
+
     def reset_backoff(self) -> None:
         """Restart the reflector's backoff at its first delay, before a relist that follows no
         failure (a :class:`~informers.shard.list_watch.ShardedListWatch` ends its watches

@@ -175,6 +175,11 @@ class ShardCoordinator:
             else None
         self._filtered_exported = 0
         self._stopping = False
+        self.cache_check: Callable[[ShardedListWatch, str], bool] | None = None
+        """``None``, or ``cache_check(list_watch, resource_version)``: whether the cache fed
+        by ``list_watch`` has applied ``resource_version`` (its last list). With it, a gain
+        waits until every cache has applied a list of the new target; the Manager sets it.
+        Without it, a gain waits until every ListWatch has listed the target."""
         self.before_relist: list[Callable[[], None]] = []
         """Called before the ListWatches get new ranges (their informers then relist), e.g.
         to reset the informers' backoff (:meth:`SharedIndexInformer.reset_backoff
@@ -326,8 +331,12 @@ class ShardCoordinator:
                 return
             old_target = self.handover.target
             old_active = self.handover.active
+            list_watches = list(self._list_watches)
             if held:
-                self.handover.observe(ready, acks)
+                self.handover.observe(ready, acks,
+                                      self._caches_hold(list_watches, self.handover.target
+                                                        if set(self.handover.view) == ready
+                                                        else None))
             elif self.handover.view or self.handover.active:
                 logger.warning("ring %s: %s has not renewed its Lease for %ss: reconciling "
                                "nothing until it does", self.config.ring, self.name,
@@ -359,6 +368,21 @@ class ShardCoordinator:
             self._release_held(gated)
         self._record(states, active, target, now)
         self._collect_orphans(states, ready)
+
+    def _caches_hold(self, list_watches: list[ShardedListWatch],
+                     target: RangeSet | None) -> bool:
+        """Whether every ListWatch listed ``target`` and its cache applied that list (``None``:
+        the target is about to change: no)."""
+        if target is None:
+            return False
+        check = self.cache_check
+        for lw in list_watches:
+            listed = lw.listed
+            if listed is None or listed[0] != target:
+                return False
+            if check is not None and not check(lw, listed[1]):
+                return False
+        return True
 
     def _in_flight_in(self, gated: list[_Gated], ranges: RangeSet) -> bool:
         for g in gated:

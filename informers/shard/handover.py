@@ -16,8 +16,10 @@ The protocol (every member runs it alike; no member is in charge):
   view's :func:`~informers.shard.ranges.view_id`, which the member publishes in its Lease.
   An acknowledgement of view ``V`` so means: "I reconcile nothing outside my range in ``V``".
 * A member **gains** (``active`` becomes the whole target) only once every member of the
-  view, itself included, is observed to have published the acknowledgement of the view. In
-  particular every member that lost part of the target has drained it. Members outside the
+  view, itself included, is observed to have published the acknowledgement of the view (in
+  particular every member that lost part of the target has drained it), and its own caches
+  hold the target (the coordinator's check: a reconcile must not read a cache that has not
+  listed its new ranges yet). Members outside the
   view (expired or released Leases, :mod:`informers.shard.membership`) are not waited for:
   they stopped reconciling (a member that cannot renew its Lease stops before its Lease
   expires, as a leader does).
@@ -64,9 +66,11 @@ class Handover:
         self.draining = RangeSet()
         self.ack: str | None = None
 
-    def observe(self, ready: Iterable[str], acks: Mapping[str, str | None]) -> bool:
+    def observe(self, ready: Iterable[str], acks: Mapping[str, str | None],
+                caches_hold_target: bool = True) -> bool:
         """Take in the ready members and the acknowledgements they published (by member
-        name; ``None`` or absent: none). Returns whether :attr:`active` or :attr:`ack`
+        name; ``None`` or absent: none), and whether this member's caches hold its current
+        target (a gain also waits for that). Returns whether :attr:`active` or :attr:`ack`
         changed."""
         before = (self.active, self.ack)
         view = tuple(sorted(set(ready)))
@@ -79,7 +83,7 @@ class Handover:
         self._acknowledge()
         vid = view_id(self.view)
         if (self.me in self.view and self.ack == vid and self.active != self.target
-                and all(acks.get(m) == vid for m in self.view)):
+                and caches_hold_target and all(acks.get(m) == vid for m in self.view)):
             self.active = self.target
         return (self.active, self.ack) != before
 

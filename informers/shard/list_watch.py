@@ -95,6 +95,9 @@ class ShardedListWatch(ListWatch):
         self._warned_for: RangeSet | None = None
         self.server_filters: bool | None = None
         """Whether the last list came with ``shardInfo`` (``None`` before the first list)."""
+        self.listed: tuple[RangeSet, str] | None = None
+        """The ranges and resourceVersion of the last complete list (its last page), ``None``
+        before one: the cache holds those ranges once it applied that version."""
 
     @property
     def drop_managed_fields(self) -> bool:
@@ -147,6 +150,9 @@ class ShardedListWatch(ListWatch):
         dropped = len(result.items) - len(kept)
         if dropped:
             self.stats.add(filtered=dropped)
+        if not result.continue_:
+            with self._lock:
+                self.listed = (ranges, result.resource_version)
         return dataclasses.replace(result, items=kept)
 
     def watch(self, options: ListOptions) -> WatchStream:
