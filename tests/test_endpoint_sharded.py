@@ -67,9 +67,10 @@ def test_two_replicas_split_services_by_namespace(tmp_path: Path) -> None:
         members = ["ep-a", "ep-b"]
         env = {k: v for k, v in os.environ.items()
                if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
-        logs = {m: tmp_path / f"{m}.log" for m in members}
+        logs = {m: tmp_path / f"{m}.log" for m in [*members, "ep-c"]}
         procs = []
-        for m in members:
+
+        def start(m: str) -> None:
             with open(logs[m], "wb") as out:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "controllers.endpoint", "--kubeconfig", kubeconfig,
@@ -78,6 +79,9 @@ def test_two_replicas_split_services_by_namespace(tmp_path: Path) -> None:
                      "2s", "--leader-elect-retry-period", "250ms", "--metrics-address", "0",
                      "--log-level", "debug"], cwd=ROOT, env=env, stdout=out,
                     stderr=subprocess.STDOUT))
+
+        for m in members:
+            start(m)
         try:
             deadline = time.monotonic() + 20
             pending = set(NAMESPACES)
@@ -100,14 +104,39 @@ def test_two_replicas_split_services_by_namespace(tmp_path: Path) -> None:
                       srv.list("leases", "kube-system")
                       if (lease["metadata"].get("labels") or {}).get(RING_LABEL) == "ep"}
             assert leases == set(members)
+            # A third replica joins: the Endpoints its ranges bring already exist; it syncs
+            # them only once its caches hold them (no create of an existing Endpoints).
+            start("ep-c")
+            joined = assign([*members, "ep-c"])["ep-c"]
+            theirs = [ns for ns in NAMESPACES if fnv1a_64(ns.encode()) in joined]
+            assert theirs  # the join moves some namespaces to ep-c
+            deadline = time.monotonic() + 20
+            while "ep-c reconciles RangeSet([" not in logs["ep-c"].read_text():
+                assert time.monotonic() < deadline, logs["ep-c"].read_text()[-3000:]
+                time.sleep(0.05)
+            pod_name = "q"
+            for ns in theirs:
+                srv.create({**pod(ns, "10.2.0.1"), "metadata": {
+                    "name": pod_name, "namespace": ns, "labels": {"app": "web"}}})
+            deadline = time.monotonic() + 20
+            while not all(
+                    any(a["ip"] == "10.2.0.1" for sub in (srv.get("endpoints", ns, "web") or {}
+                                                         ).get("subsets") or []
+                        for a in sub.get("addresses") or []) for ns in theirs):
+                assert time.monotonic() < deadline, logs["ep-c"].read_text()[-3000:]
+                time.sleep(0.05)
         finally:
             for p in procs:
                 p.send_signal(signal.SIGTERM)
             for p in procs:
                 p.wait(15)
         ranges = assign(members)
-        for m in members:
+        for m in members:  # before the join: each created exactly its own namespaces
             created = set(re.findall(r"Creating endpoints (\w+)/web", logs[m].read_text()))
             mine = {ns for ns in NAMESPACES if fnv1a_64(ns.encode()) in ranges[m]}
             assert created == mine, (m, created, mine)
         assert {p.returncode for p in procs} == {0}
+        for m, path in logs.items():
+            assert "AlreadyExists" not in path.read_text(), (m, path.read_text()[-3000:])
+        assert set(re.findall(r"Updating endpoints (\w+)/web", logs["ep-c"].read_text())) == set(
+            theirs)
