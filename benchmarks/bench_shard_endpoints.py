@@ -18,6 +18,7 @@ rate, the same seed each time. For each replica count it reports:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import re
@@ -38,6 +39,8 @@ from informers.client import list_watch_from_client
 from informers.client.api_call import api_call
 from informers.list_watch import ListOptions
 from informers.resources import lookup
+from informers.shard import assign
+from informers.sharding import fnv1a_64
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = ROOT / "tools" / "control-plane" / "build.sh"
@@ -54,10 +57,21 @@ def pod_ip(i: int) -> str:
     return f"10.{64 + i // 65536}.{(i // 256) % 256}.{i % 256}"
 
 
+def namespace_names(count: int, similar: bool) -> list[str]:
+    """``bench-shard-N`` (``similar``: names that differ in their last characters, whose
+    FNV-1a hashes share their top 16 bits, so contiguous ranges give nearly all of them to
+    one replica), else 8 hex digits of a SHA-256 then ``-bench`` (their hashes spread: 6/6
+    for two replicas, 4/5/3 for three with the default 12)."""
+    if similar:
+        return [f"bench-shard-{n}" for n in range(count)]
+    return [hashlib.sha256(f"2-{n}".encode()).hexdigest()[:8] + "-bench" for n in range(count)]
+
+
 class Workload:
-    def __init__(self, api: Any, namespaces: int, services: int, per_service: int) -> None:
+    def __init__(self, api: Any, namespaces: list[str], services: int,
+                 per_service: int) -> None:
         self.api = api
-        self.namespaces = [f"bench-shard-{n}" for n in range(namespaces)]
+        self.namespaces = namespaces
         self.pods: list[tuple[str, str, str]] = []  # (namespace, service, name)
         for ns in self.namespaces:
             for s in range(services):
@@ -303,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=20.0, help="readiness flips per second")
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--similar-names", action="store_true",
+                        help="namespaces bench-shard-N (their hashes cluster: uneven shares)")
     args = parser.parse_args(argv)
     seconds = args.seconds or (8.0 if args.quick else 20.0)
 
@@ -318,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       feature_gates={"ShardedListAndWatch": True}) as plane:
         api = plane.api_client()
         kubeconfig = plane.write_kubeconfig(os.path.join(work_dir, "kubeconfig"))
-        workload = Workload(api, args.namespaces, args.services, args.pods_per_service)
+        workload = Workload(api, namespace_names(args.namespaces, args.similar_names),
+                            args.services, args.pods_per_service)
         begin = time.perf_counter()
         workload.create()
         print(f"Kubernetes {binaries.kubernetes_version} (ShardedListAndWatch on); "
@@ -326,13 +343,17 @@ def main(argv: Sequence[str] | None = None) -> int:
               f" services, {len(workload.pods)} pods created in "
               f"{time.perf_counter() - begin:.1f} s; churn {args.rate:g} flips/s for "
               f"{seconds:g} s per replica count; logs in {work_dir}\n", flush=True)
-        print(f"{'replicas':>8} {'RSS per replica (MiB)':>24} {'syncs/s':>8} "
+        print(f"{'replicas':>8} {'namespaces each':>16} {'RSS per replica (MiB)':>22} "
+              f"{'syncs/s':>8} "
               f"{'Endpoints p50/p99 (ms)':>23} {'Pod watch p50/p99 (ms)':>23} {'flips':>6}")
         for replicas in (1, 2, 3):
             r = run_replicas(plane, api, kubeconfig, workload, replicas, args.rate, seconds,
                              args.seed, work_dir)
             rss = " ".join(f"{v:.0f}" for v in r["rss"])
-            print(f"{replicas:>8} {rss:>24} {r['syncs_per_s']:>8.1f} "
+            ranges = assign([f"bench-r{replicas}-{i}" for i in range(replicas)])
+            shares = " ".join(str(sum(fnv1a_64(ns.encode()) in rr for ns in workload.namespaces))
+                              for rr in ranges.values())
+            print(f"{replicas:>8} {shares:>16} {rss:>22} {r['syncs_per_s']:>8.1f} "
                   f"{r['ep_p50'] * 1000:>11.0f}/{r['ep_p99'] * 1000:<11.0f} "
                   f"{r['pod_p50'] * 1000:>11.0f}/{r['pod_p99'] * 1000:<11.0f} "
                   f"{r['flips']:>6}" + (f" ({r['unseen']} unseen)" if r["unseen"] else ""),
