@@ -16,8 +16,9 @@ from informers.factory import SharedInformerFactory
 from informers.list_watch import ListOptions
 from informers.manager import Manager
 from informers.shard import assign
-from informers.shard.coordinator import ShardingConfig
+from informers.shard.coordinator import ShardCoordinator, ShardingConfig
 from informers.shard.list_watch import ShardedListWatch
+from informers.shard.membership import MemberLease
 from informers.sharding import NAMESPACE_KEY, UID_KEY, fnv1a_64
 
 
@@ -101,3 +102,38 @@ def test_two_replicas_share_the_keys(any_api_server: Any, key: str) -> None:
             t.join(10)
         for api in clients:
             api.close()
+
+
+def test_a_coordinator_runs_again_after_a_stop(any_api_server: Any) -> None:
+    srv = any_api_server
+    api = srv.api_client()
+    coordinator = ShardCoordinator(api, ShardingConfig(
+        f"again-{srv.namespace}", namespace=srv.namespace, name=f"again-{srv.namespace}-a",
+        lease_duration=3, renew_deadline=2, retry_period=0.25))
+    try:
+        for run in range(2):
+            # A member that appears during this run is seen: the ring is watched again.
+            other = MemberLease(api, srv.namespace, coordinator.config.ring,
+                                f"again-{srv.namespace}-other-{run}")
+            stop = threading.Event()
+            thread = threading.Thread(target=coordinator.run, args=(stop,))
+            thread.start()
+            deadline = time.monotonic() + 10
+            while coordinator.active() != assign([coordinator.name])[coordinator.name]:
+                assert time.monotonic() < deadline, "never active"
+                time.sleep(0.02)
+            assert coordinator.ready()
+            assert other.renew()
+            while other.name not in coordinator.observer.states():
+                assert time.monotonic() < deadline, "the ring is not watched"
+                time.sleep(0.02)
+            assert other.release()
+            stop.set()
+            coordinator.interrupt()
+            thread.join(10)
+            assert not thread.is_alive()
+            assert not coordinator.active()
+            lease = srv.get("leases", srv.namespace, coordinator.name)
+            assert lease["spec"]["holderIdentity"] == ""  # released
+    finally:
+        api.close()

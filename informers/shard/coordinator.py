@@ -273,6 +273,11 @@ class ShardCoordinator:
         then hand over cleanly (see the module docstring). Blocks."""
         with self._lock:
             self._stopping = False
+        if self.observer.informer.has_started():  # a restart: an informer runs only once
+            self.observer = RingObserver(self.lease.api_client, self.config.namespace,
+                                         self.config.ring, clock=self._clock,
+                                         on_change=self._wake.set)
+            self._confirmed_expired.clear()
         informer_stop = threading.Event()
         lease_stop = threading.Event()
         threads = [
