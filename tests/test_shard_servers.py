@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+import prometheus_client
 import pytest
 
 from informers.controller import Controller, EnqueueRequestForObject
@@ -50,11 +51,13 @@ def test_two_replicas_share_the_keys(any_api_server: Any, key: str) -> None:
     def only_ours(options: ListOptions) -> None:
         options.label_selector = f"shard-test={label}"
 
+    registries: dict[str, Any] = {}
     for name in replicas:
         api = srv.api_client()
         clients.append(api)
         factory = SharedInformerFactory(api, tweak_list_options=only_ours)
-        manager = Manager(api, factory=factory, sharding=ShardingConfig(
+        registries[name] = registry = prometheus_client.CollectorRegistry()
+        manager = Manager(api, factory=factory, metrics_registry=registry, sharding=ShardingConfig(
             label, namespace=srv.namespace, key=key, name=name, lease_duration=3,
             renew_deadline=2, retry_period=0.25))
 
@@ -90,6 +93,13 @@ def test_two_replicas_share_the_keys(any_api_server: Any, key: str) -> None:
             assert len(lws) == 1 and isinstance(lws[0], ShardedListWatch)
             assert lws[0].server_filters is True
             assert manager.shard.metrics().filtered_on_client == 0
+        for registry in registries.values():
+            labels = {"ring": label}
+            assert registry.get_sample_value("shard_ranges_owned", labels) == 1
+            assert registry.get_sample_value("shard_members", {**labels, "state": "ready"}) == 2
+            assert registry.get_sample_value("shard_keys_filtered_on_client_total",
+                                             labels) in (None, 0.0)
+            assert (registry.get_sample_value("shard_handover_seconds_count", labels) or 0) >= 1
         stopped = time.monotonic()
         stops[replicas[1]].set()
         threads[replicas[1]].join(10)

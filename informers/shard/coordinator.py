@@ -299,7 +299,7 @@ class ShardCoordinator:
                 if stop.is_set():
                     break
         finally:
-            self._hand_over_and_release(lease_stop)
+            self._hand_over_and_release(lease_stop, threads[1])
             informer_stop.set()
             for t in threads:
                 t.join()
@@ -451,7 +451,8 @@ class ShardCoordinator:
             if state is MemberState.ORPHANED and name != self.name:
                 self.observer.delete_orphan(name)
 
-    def _hand_over_and_release(self, lease_stop: threading.Event) -> None:
+    def _hand_over_and_release(self, lease_stop: threading.Event,
+                               renewer: threading.Thread) -> None:
         with self._lock:
             self._stopping = True
             self.handover.stop()
@@ -467,6 +468,7 @@ class ShardCoordinator:
             self._clock.sleep(0.01)
         lease_stop.set()
         self.lease.interrupt()
+        renewer.join()  # no renewal in flight: the release must not conflict with one
         with self._lock:
             self.handover.drained()
         if self.lease.release():

@@ -293,20 +293,25 @@ class MemberLease:
 
     def release(self) -> bool:
         """Empty ``holderIdentity`` (keeping the annotation): the others see this member dead
-        at once. Returns whether the write succeeded."""
+        at once. Call it once :meth:`run` has returned (a renewal in flight would conflict;
+        a conflict is retried twice). Returns whether the write succeeded."""
         with self._lock:
             self._renewed_at = None
-        try:
-            lease = api_call(self.api_client, "GET", self._path,
-                             request_timeout=self.renew_deadline)
-            self._lease = api_call(self.api_client, "PUT", self._path,
-                                   self._body(lease, "", self._clock.wall()),
-                                   request_timeout=self.renew_deadline)
-        except Exception as exc:
-            logger.warning("ring %s: releasing the Lease %s/%s failed: %s", self.ring,
-                           self.namespace, self.name, exc)
-            return False
-        return True
+        for attempt in range(3):  # a conflict: someone wrote it meanwhile; read it again
+            try:
+                lease = api_call(self.api_client, "GET", self._path,
+                                 request_timeout=self.renew_deadline)
+                self._lease = api_call(self.api_client, "PUT", self._path,
+                                       self._body(lease, "", self._clock.wall()),
+                                       request_timeout=self.renew_deadline)
+            except Exception as exc:
+                if is_conflict(exc) and attempt < 2:
+                    continue
+                logger.warning("ring %s: releasing the Lease %s/%s failed: %s", self.ring,
+                               self.namespace, self.name, exc)
+                return False
+            return True
+        return False
 
 
 class RingObserver:
