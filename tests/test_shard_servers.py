@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import prometheus_client
@@ -15,7 +17,7 @@ import pytest
 from informers.controller import Controller, EnqueueRequestForObject
 from informers.factory import SharedInformerFactory
 from informers.list_watch import ListOptions
-from informers.manager import Manager
+from informers.manager import SHARD_RING_CHECK, Manager
 from informers.shard import assign
 from informers.shard.coordinator import ShardCoordinator, ShardingConfig
 from informers.shard.list_watch import ShardedListWatch
@@ -147,3 +149,52 @@ def test_a_coordinator_runs_again_after_a_stop(any_api_server: Any) -> None:
             assert lease["spec"]["holderIdentity"] == ""  # released
     finally:
         api.close()
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            resp.read()
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        with err:
+            return int(err.code)
+
+
+def test_readyz_fails_until_the_member_holds_its_lease(any_api_server: Any) -> None:
+    """The ring's namespace does not exist yet: the Lease cannot be created (logged, retried),
+    /readyz/shard-ring answers 503 although the caches synced; once the namespace exists,
+    200."""
+    srv = any_api_server
+    ring_ns = f"{srv.namespace}-ring"
+    api = srv.api_client()
+    manager = Manager(api, health_address="127.0.0.1:0", sharding=ShardingConfig(
+        "probe", namespace=ring_ns, name="probe-a", lease_duration=3, renew_deadline=2,
+        retry_period=0.25))
+    stop = threading.Event()
+    thread = threading.Thread(target=manager.start, args=(stop,))
+    thread.start()
+    created = False
+    try:
+        deadline = time.monotonic() + 10
+        while not manager.caches_synced():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert manager.health_server is not None
+        base = manager.health_server.url  # bound at start
+        time.sleep(0.5)  # a few renewal attempts fail meanwhile
+        assert _status(f"{base}/readyz/{SHARD_RING_CHECK}") == 503
+        assert _status(f"{base}/readyz") == 503
+        srv.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ring_ns}})
+        created = True
+        while _status(f"{base}/readyz") != 200:
+            assert time.monotonic() < deadline + 10, "never ready"
+            time.sleep(0.05)
+        assert _status(f"{base}/readyz/{SHARD_RING_CHECK}") == 200
+    finally:
+        stop.set()
+        thread.join(10)
+        api.close()
+        if created:
+            srv.delete("namespaces", None, ring_ns)
+    assert not thread.is_alive()
