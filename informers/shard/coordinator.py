@@ -76,8 +76,9 @@ class ShardingConfig:
             namespace) or ``object.metadata.uid``.
         name: this member's name (its Lease's name); ``None``:
             :func:`~informers.shard.membership.default_member_name`.
-        lease_duration, renew_deadline, retry_period: leader election's timings (defaults
-            15 s, 10 s, 2 s).
+        lease_duration: leader election's lease duration (default 15 s).
+        renew_deadline: leader election's renew deadline (default 10 s).
+        retry_period: leader election's retry period (default 2 s).
     """
 
     ring: str

@@ -159,9 +159,13 @@ class MemberLease:
         namespace: the ring's namespace.
         ring: the ring's name (the :data:`RING_LABEL` value).
         name: the member's name (the Lease's name and holder).
-        lease_duration, renew_deadline, retry_period: leader election's timings and defaults
-            (:data:`informers.leaderelection.DEFAULT_LEASE_DURATION`...). The Lease stores
+        lease_duration: seconds the others wait after the last renewal they saw
+            (:data:`informers.leaderelection.DEFAULT_LEASE_DURATION`, 15); the Lease stores
             ``leaseDurationSeconds`` as whole seconds (at least 1).
+        renew_deadline: seconds without a successful renewal after which :meth:`held` is
+            false (:data:`~informers.leaderelection.DEFAULT_RENEW_DEADLINE`, 10).
+        retry_period: seconds between renewals
+            (:data:`~informers.leaderelection.DEFAULT_RETRY_PERIOD`, 2).
         clock: time source of the renewals and of :meth:`held`.
     """
 
