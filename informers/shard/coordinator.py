@@ -13,7 +13,8 @@ every Lease event and renewal and at least every ``retry_period / 2``:
 2. feeds the handover; on a new target, sets every ShardedListWatch's ranges (the informers
    relist their new share: the cache holds the target, which the gate then releases);
 3. once no reconcile of a draining hash is in flight in any gated controller, marks the
-   handover drained, and publishes the acknowledgement in its Lease;
+   handover drained, and publishes the acknowledgement in its Lease (while a handover is
+   pending the loop runs every :data:`HANDOVER_POLL` seconds);
 4. re-enqueues the keys it held back (their hash was in the target but not yet active) as
    soon as they become active; deletes orphaned Leases (only the first ready member, by
    name, does).
@@ -60,9 +61,14 @@ from informers.shard.membership import (
 from informers.shard.ranges import RangeSet, key_hash
 from informers.sharding import NAMESPACE_KEY, SUPPORTED_KEYS, UID_KEY, fnv1a_64
 
-__all__ = ["ShardCoordinator", "ShardMetrics", "ShardingConfig"]
+__all__ = ["HANDOVER_POLL", "ShardCoordinator", "ShardMetrics", "ShardingConfig"]
 
 logger = logging.getLogger(__name__)
+
+HANDOVER_POLL = 0.05
+"""Seconds between passes of the loop while a handover is pending (draining, or a target not
+yet active): the end of a drain and a cache's relist wake nothing (the same poll as
+:data:`informers.controller.controller.LEADERSHIP_POLL`)."""
 
 
 @dataclass(frozen=True)
@@ -296,7 +302,14 @@ class ShardCoordinator:
                     self.tick()
                 except Exception:
                     logger.exception("ring %s: coordinator step failed", self.config.ring)
-                self._clock.wait_event(self._wake, self.config.retry_period / 2)
+                with self._lock:
+                    pending = (self.handover.active != self.handover.target
+                               or bool(self.handover.draining))
+                # While a handover is pending, look again soon: a drain or a relist ends
+                # without any event that would wake the loop.
+                timeout = self.config.retry_period / 2
+                self._clock.wait_event(self._wake, min(timeout, HANDOVER_POLL) if pending
+                                       else timeout)
                 if stop.is_set():
                     break
         finally:
