@@ -292,6 +292,10 @@ class SharedInformerFactory:
         self.resync_period = resync_period
         self.namespace = namespace or None
         self.tweak_list_options = tweak_list_options
+        self.wrap_list_watch: Callable[[ListWatch], ListWatch] | None = None
+        """Applied to the ListWatch of every informer created from now on (e.g.
+        :meth:`ShardCoordinator.list_watch
+        <informers.shard.coordinator.ShardCoordinator.list_watch>`)."""
         self._transform = transform
         self._clock = clock
         self._custom_resync = dict(custom_resync or {})
@@ -392,9 +396,11 @@ class SharedInformerFactory:
         with self._lock:
             inf = self._informers.get(key)
             if inf is None:
-                lw = list_watch_from_client(
+                lw: ListWatch = list_watch_from_client(
                     self.api_client, res, namespace=self.namespace, tweak=self.tweak_list_options
                 )
+                if self.wrap_list_watch is not None:
+                    lw = self.wrap_list_watch(lw)
                 inf = self._new_informer(res, lw)
                 self._informers[key] = inf
                 self._list_watches[key] = lw
@@ -448,10 +454,11 @@ class SharedInformerFactory:
                     namespaced=namespaced,
                 )
                 assert lw.resource is not None
+                wrapped = lw if self.wrap_list_watch is None else self.wrap_list_watch(lw)
                 with self._lock:
                     if key not in self._informers:
-                        self._informers[key] = self._new_informer(lw.resource, lw)
-                        self._list_watches[key] = lw
+                        self._informers[key] = self._new_informer(lw.resource, wrapped)
+                        self._list_watches[key] = wrapped
                         self._resources[key] = lw.resource
                     res = self._resources[key]
         return GenericInformer(self, res)

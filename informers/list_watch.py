@@ -129,6 +129,7 @@ class ListOptions:
     cancel: CancelToken | None = None
     progress: Callable[[int], None] | None = None
     item_hook: Callable[[Any], Any] | None = None
+    shard_selector: str | None = None  # KEP-5866 ``shardSelector`` (informers.sharding)
 
     def to_query(self, watch: bool = False) -> list[tuple[str, str]]:
         """The URL query parameters, in a stable order (``watch=true`` first for a watch)."""
@@ -153,6 +154,8 @@ class ListOptions:
             q.append(("allowWatchBookmarks", "true"))
         if self.send_initial_events is not None:
             q.append(("sendInitialEvents", "true" if self.send_initial_events else "false"))
+        if self.shard_selector:
+            q.append(("shardSelector", self.shard_selector))
         return q
 
 
@@ -175,12 +178,16 @@ class ListResult:
     """One list answer (or several pages gathered by :class:`ListPager`).
 
     ``items`` are the decoded objects; list items usually lack ``kind``/``apiVersion``.
+    ``shard_info`` is the list metadata's ``shardInfo`` (KEP-5866: the server applied the
+    ``shardSelector`` it echoes), ``None`` when absent (no selector sent, or a server that
+    ignored it).
     """
 
     items: list[dict[str, Any]]
     resource_version: str
     continue_: str | None = None
     remaining_item_count: int | None = None
+    shard_info: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -391,7 +398,7 @@ class ListPager:
             else:
                 items.extend(page.items)
             if not page.continue_:
-                return ListResult(items, list_rv, None, None), paginated
+                return ListResult(items, list_rv, None, None, page.shard_info), paginated
             paginated = True
             opts = dataclasses.replace(
                 opts, continue_=page.continue_, resource_version=None,

@@ -38,6 +38,7 @@ from informers.leaderelection import (
 )
 from informers.leaderelection import MetricsProvider as LeaderElectionMetricsProvider
 from informers.memory import MemoryTuning
+from informers.shard.coordinator import ShardCoordinator, ShardingConfig
 from informers.signals import SignalHandler
 
 if TYPE_CHECKING:
@@ -61,6 +62,11 @@ DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 
 CACHES_SYNCED_CHECK = "caches-synced"
 """The readiness check that fails until the factory's informers have synced."""
+
+SHARD_RING_CHECK = "shard-ring"
+"""The readiness check of a sharded manager: the ring's Leases are synced and this replica
+holds its own Lease (:meth:`ShardCoordinator.ready
+<informers.shard.coordinator.ShardCoordinator.ready>`); also the coordinator's runnable name."""
 
 LEADER_ELECTION_CHECK = "leader-election"
 """The liveness check of a leader that failed to step down (client-go ``HealthzAdaptor``)."""
@@ -210,6 +216,12 @@ class Manager:
         memory_tuning: opt-in, process-wide GC and C-heap tuning
             (:class:`~informers.memory.MemoryTuning`) for the factory the manager creates;
             ignored with ``factory`` (give it to that factory). ``None``: none.
+        sharding: run this replica as a member of a ring
+            (:class:`~informers.shard.coordinator.ShardingConfig`): every informer of
+            :attr:`factory` created afterwards lists and watches only the member's share,
+            every controller given to :meth:`add` reconciles only its active keys, the
+            coordinator (:attr:`shard`) runs as a runnable, and ``/readyz`` gains the
+            ``shard-ring`` check (docs/sharding.md). Usually without leader election.
 
     Raises:
         ValueError: leader election without an API client, or a bad ``health_address``.
@@ -228,6 +240,7 @@ class Manager:
         clock: Clock = REAL_CLOCK,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         memory_tuning: MemoryTuning | None = None,
+        sharding: ShardingConfig | None = None,
     ) -> None:
         if factory is None and api_client is not None:
             factory = SharedInformerFactory(api_client, clock=clock, memory_tuning=memory_tuning)
@@ -283,6 +296,37 @@ class Manager:
             if self.health_server is not None:
                 self.health_server.add_healthz_check(LEADER_ELECTION_CHECK,
                                                      self._leader_election_healthy)
+
+        self.shard: ShardCoordinator | None = None
+        """With ``sharding``: this replica's ring member (see :mod:`informers.shard`)."""
+        if sharding is not None:
+            if api_client is None or factory is None:
+                raise ValueError("sharding needs an api_client (or a factory)")
+            self.shard = ShardCoordinator(api_client, sharding, clock=clock,
+                                          metrics_registry=metrics_registry)
+            factory.wrap_list_watch = self.shard.list_watch
+            self.shard.before_relist.append(self._reset_informer_backoffs)
+            self.shard.cache_check = self._shard_cache_applied
+            self.add_runnable(self.shard.run, name=SHARD_RING_CHECK)
+            if self.health_server is not None:
+                self.health_server.add_readyz_check(SHARD_RING_CHECK, self.shard.ready)
+
+    def _shard_cache_applied(self, list_watch: Any, resource_version: str) -> bool:
+        """Whether the factory's informer on ``list_watch`` has applied ``resource_version``."""
+        if self.factory is None:
+            return True
+        for informer in self.factory.informers().values():
+            if informer.list_watch is list_watch:
+                applied = informer.last_store_sync_resource_version()
+                if applied.isdigit() and resource_version.isdigit():
+                    return int(applied) >= int(resource_version)
+                return applied == resource_version
+        return True
+
+    def _reset_informer_backoffs(self) -> None:
+        if self.factory is not None:
+            for informer in self.factory.informers().values():
+                informer.reset_backoff()
 
     def _new_elector(self, cfg: LeaderElectionConfig) -> LeaderElector:
         assert self._identity is not None
@@ -341,6 +385,8 @@ class Manager:
         self.add_runnable(controller.run, needs_leader=needs_leader, name=controller.name)
         with self._lock:
             self._controllers.append(controller)
+        if self.shard is not None:
+            self.shard.gate(controller, controller.primary_informer())
         if needs_leader and controller.leader_check is None:
             controller.leader_check = self.is_leader
 

@@ -492,6 +492,20 @@ class SharedIndexInformer(Generic[ObjectT]):
         reflector = self._reflector
         return reflector.metrics if reflector is not None else None
 
+    @property
+    def list_watch(self) -> ListWatch:
+        """The ListWatch this informer lists and watches with."""
+        return self._list_watch
+
+    def reset_backoff(self) -> None:
+        """Restart the reflector's backoff at its first delay, before a relist that follows no
+        failure (a :class:`~informers.shard.list_watch.ShardedListWatch` ends its watches
+        when its ranges change), so repeated changes do not wait ever longer. No-op before
+        :meth:`run`."""
+        reflector = self._reflector
+        if reflector is not None:
+            reflector.backoff.reset()
+
     def has_started(self) -> bool:
         return self._started
 

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ]),
     ("informer", ["informers.shared_informer", "informers.factory"]),
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
-                 "informers.controllerutil"]),
+                 "informers.controllerutil", "informers.shard"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals",
                  "informers.webhook", "informers.crdgen"]),
     ("test server", ["informers.testing"]),

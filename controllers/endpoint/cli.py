@@ -77,6 +77,8 @@ from informers.leaderelection import (
 from informers.leaderelection import PrometheusMetricsProvider as LeaderMetricsProvider
 from informers.manager import LeaderElectionConfig, Manager
 from informers.memory import MemoryTuning
+from informers.shard.coordinator import ShardingConfig
+from informers.sharding import NAMESPACE_KEY
 from informers.signals import SignalHandler
 from informers.workqueue import PrometheusMetricsProvider as QueueMetricsProvider
 
@@ -169,6 +171,7 @@ class Options:
     lease_duration: float = DEFAULT_LEASE_DURATION
     renew_deadline: float = DEFAULT_RENEW_DEADLINE
     retry_period: float = DEFAULT_RETRY_PERIOD
+    shard_ring: str | None = None
     metrics_address: str | None = None  # None: DEFAULT_METRICS_ADDRESS, or the demo's
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     log_level: str = "info"
@@ -228,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     election.add_argument("--leader-elect-retry-period", dest="retry_period",
                           type=positive_duration, default=DEFAULT_RETRY_PERIOD,
                           metavar="DURATION", help="time between attempts (default 2s)")
+    sharding = parser.add_argument_group("sharding")
+    sharding.add_argument("--shard-ring", metavar="NAME",
+                          help="run as one replica of ring NAME: Services are split between "
+                               "the replicas by the hash of their namespace, each replica "
+                               "holding a Lease labelled sharding.informers.io/ring=NAME in "
+                               "the --leader-elect-namespace, with the --leader-elect-* "
+                               "timings and, with --leader-elect-identity, that name "
+                               "(docs/sharding.md); not with --leader-elect")
     add("--metrics-bind-address", "--metrics-address", dest="metrics_address", default=None,
         type=bind_address, metavar="[HOST]:PORT",
         help=f"serve /metrics, /healthz and /readyz here; no HOST: every interface; port 0: a "
@@ -258,6 +269,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     ns = parser.parse_args(argv)
     if ns.leader_elect and not ns.lease_name:
         parser.error("--leader-elect-lease-name must not be empty")
+    if ns.shard_ring is not None and not ns.shard_ring:
+        parser.error("--shard-ring must not be empty")
+    if ns.shard_ring and ns.leader_elect:
+        parser.error("--shard-ring and --leader-elect exclude each other: every replica of a "
+                     "ring works")
     return Options(**{f: getattr(ns, f) for f in Options.__dataclass_fields__})
 
 
@@ -398,6 +414,26 @@ class EndpointControllerCommand:
             leader_metrics = LeaderMetricsProvider(registry)
         self.recorder = EventRecorder(self.api_client, CONTROLLER_NAME,
                                       request_timeout=opts.request_timeout)
+        election = None
+        if opts.leader_elect:
+            election = LeaderElectionConfig(
+                opts.lease_name, opts.lease_namespace, identity=opts.identity,
+                lease_duration=opts.lease_duration, renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period, release_on_cancel=True,
+            )
+        sharding = None
+        if opts.shard_ring:
+            sharding = ShardingConfig(
+                opts.shard_ring, namespace=opts.lease_namespace, key=NAMESPACE_KEY,
+                name=opts.identity, lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline, retry_period=opts.retry_period)
+        # Before the informers exist: with sharding, the manager filters their ListWatches.
+        self.manager = Manager(
+            self.api_client, factory=factory, leader_election=election,
+            leader_election_metrics_provider=leader_metrics,
+            health_address=self.metrics_address, metrics_registry=registry,
+            sharding=sharding,
+        )
         core = factory.core().v1()
         self.controller = controller = EndpointController(
             core.pods(), core.services(), core.endpoints(), self.api_client, opts.batch_period,
@@ -407,18 +443,8 @@ class EndpointControllerCommand:
         core.endpoints().informer().add_event_handler(
             ActivityLog(logging.INFO if self.demo else logging.DEBUG)
         )
-        election = None
-        if opts.leader_elect:
-            election = LeaderElectionConfig(
-                opts.lease_name, opts.lease_namespace, identity=opts.identity,
-                lease_duration=opts.lease_duration, renew_deadline=opts.renew_deadline,
-                retry_period=opts.retry_period, release_on_cancel=True,
-            )
-        self.manager = Manager(
-            self.api_client, factory=factory, leader_election=election,
-            leader_election_metrics_provider=leader_metrics,
-            health_address=self.metrics_address, metrics_registry=registry,
-        )
+        if self.manager.shard is not None:
+            self.manager.shard.gate(controller)
         self.factory = factory
         # No sync or write while this replica's leadership is in doubt (e.g. after a pause).
         controller.leader_check = self.manager.is_leader

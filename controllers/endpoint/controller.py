@@ -196,6 +196,13 @@ class EndpointController:
         self.metrics = metrics if metrics is not None else SyncMetrics()
         self.watch_endpoints_updates = watch_endpoints_updates
         self.leader_check = leader_check
+        self.shard_check: Callable[[str], bool] | None = None
+        """``None``, or a per-key gate asked before each sync, atomically with registering the
+        key in flight (:meth:`in_flight_keys`): ``False`` skips the key (forgotten; whoever
+        set the gate re-enqueues it when it may run). Set by :meth:`ShardCoordinator.gate
+        <informers.shard.coordinator.ShardCoordinator.gate>` (``--shard-ring``)."""
+        self._in_flight_lock = threading.Lock()
+        self._in_flight: set[str] = set()
         self._clock = clock
         self.queue = RateLimitingQueue(
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock),
@@ -333,6 +340,15 @@ class EndpointController:
 
     # -- run -------------------------------------------------------------------------------------
 
+    def enqueue(self, key: str) -> None:
+        """Ask for a sync of the Service ``key``."""
+        self.queue.add(key)
+
+    def in_flight_keys(self) -> tuple[str, ...]:
+        """The Service keys being synced right now."""
+        with self._in_flight_lock:
+            return tuple(self._in_flight)
+
     def has_synced(self) -> bool:
         """Whether the three informers have synced and delivered their initial objects to the
         controller's handlers (what :meth:`run` waits for before starting workers)."""
@@ -421,6 +437,12 @@ class EndpointController:
             if self.leader_check is not None and not self.leader_check():
                 self.queue.add(key)  # queued again by done(): for when leadership returns
                 return True
+            with self._in_flight_lock:
+                gate = self.shard_check
+                if gate is not None and not gate(str(key)):
+                    self.queue.forget(key)
+                    return True
+                self._in_flight.add(str(key))
             start = self._clock.now()
             result = "error"
             try:
@@ -436,6 +458,8 @@ class EndpointController:
             self.metrics.observe_sync(result, self._clock.now() - start)
             return True
         finally:
+            with self._in_flight_lock:
+                self._in_flight.discard(str(key))
             self.queue.done(key)
 
     def handle_err(self, err: BaseException | None, key: Any) -> None:

@@ -74,11 +74,13 @@ def _list_result(doc: Any, what: str) -> ListResult:
     if not isinstance(meta, dict):
         meta = {}
     remaining = meta.get("remainingItemCount")
+    shard_info = meta.get("shardInfo")
     return ListResult(
         items=items,
         resource_version=str(meta.get("resourceVersion") or ""),
         continue_=meta.get("continue") or None,
         remaining_item_count=remaining if isinstance(remaining, int) else None,
+        shard_info=shard_info if isinstance(shard_info, dict) else None,
     )
 
 

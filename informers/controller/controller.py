@@ -209,6 +209,12 @@ class Controller:
         self.max_retries = max_retries
         self.drain_timeout = drain_timeout
         self.leader_check = leader_check
+        self.shard_check: Callable[[str], bool] | None = None
+        """``None``, or a per-key gate asked right before each reconcile, atomically with
+        registering the key in flight (:meth:`in_flight_keys`): ``False`` skips the key
+        (forgotten, not retried; whoever set the gate re-enqueues it when it may run). Set by
+        :meth:`ShardCoordinator.gate <informers.shard.coordinator.ShardCoordinator.gate>`;
+        must be quick and must not call back into the controller."""
         self._clock = clock
         self._given_synced: list[Synced] = list(informers)
         self._synced: list[Synced] = list(informers)
@@ -249,6 +255,16 @@ class Controller:
     def enqueue(self, key: str) -> None:
         """Ask for a reconcile of ``key`` (deduplicated with any pending one)."""
         self._queue.add(key)
+
+    def primary_informer(self) -> Any:
+        """The informer of the first :meth:`watch`, or ``None``."""
+        with self._lock:
+            return self._watches[0].informer if self._watches else None
+
+    def in_flight_keys(self) -> tuple[str, ...]:
+        """The keys being reconciled right now (thread-safe snapshot)."""
+        with self._lock:
+            return tuple(self._in_flight)
 
     def enqueue_after(self, key: str, seconds: float) -> None:
         """Ask for a reconcile of ``key`` once ``seconds`` have passed on the controller's clock."""
@@ -495,7 +511,14 @@ class Controller:
         metrics = self._metrics
         start = clock.now()
         with self._lock:
-            self._in_flight[key] = start
+            gate = self.shard_check
+            skip = gate is not None and not gate(key)
+            if not skip:
+                self._in_flight[key] = start
+        if skip:
+            queue.forget(key)
+            queue.done(key)
+            return
         metrics.active_workers(1)
         outcome = RESULT_ERROR
         try:
