@@ -584,8 +584,11 @@ class CustomResources:
         if rt.scale is not None:  # validator.go ValidateScaleSpec, ValidateScaleStatus
             causes.extend(scale.custom_scale_errors(rt.scale, obj,
                                                     spec=subresource != "status"))
-        if not causes and rt.rules is not None:
-            causes.extend(cel_rules.evaluate(rt.rules, obj, old))
+        if rt.rules is not None:
+            if any(cause[0] in _BLOCKING for cause in causes):
+                causes.append(_RULES_NOT_CHECKED)
+            else:
+                causes.extend(cel_rules.evaluate(rt.rules, obj, old))
         if causes:
             raise status.invalid(rt.kind, rt.group, (obj.get("metadata") or {}).get("name")
                                  or "", causes)
@@ -593,6 +596,16 @@ class CustomResources:
 
 
 _CRD_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+
+# apiextensions-apiserver pkg/registry/customresource/strategy.go hasBlockingErr: after one of
+# these schema errors (type, maxLength, maxItems, required, enum) the CEL rules are not run,
+# and this cause (field.Invalid(nil, nil, ...): no path, a null value) says so.
+_BLOCKING = ("FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+             "FieldValueTooMany", "FieldValueTypeInvalid")
+_RULES_NOT_CHECKED: Cause = (
+    "FieldValueInvalid", "<nil>", "Invalid value: null: some validation rules were not "
+    "checked because the object was invalid; correct the existing errors to complete "
+    "validation")
 
 
 def read_crds(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
