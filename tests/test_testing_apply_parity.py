@@ -179,3 +179,36 @@ def test_a_status_write_records_an_update_entry_of_the_subresource(any_api_serve
                                             "f:lastTransitionTime": {}, "f:status": {},
                                             "f:type": {}}},
             "f:phase": {}}})]
+
+
+def test_apply_keys_list_items_by_the_defaults_of_their_keys(any_api_server):
+    # structured-merge-diff typed/helpers.go keyedAssociativeListItemToPathElement: a port
+    # applied without its protocol is the item keyed by the default, TCP; the applier owns
+    # the fields it sent, not the defaulted protocol.
+    s = any_api_server
+    path = f"/api/v1/namespaces/{s.namespace}/services/web"
+    config = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+              "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}}
+    code, got = call(s, "PATCH", path, json.dumps(config), content_type=APPLY,
+                     query=[("fieldManager", "m1")])
+    assert code == 201, got
+    assert managed(got) == [("m1", "Apply", "v1", "FieldsV1", {"f:spec": {
+        "f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}},
+        "f:selector": {}}})]
+    assert got["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    second = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+              "spec": {"ports": [{"port": 80, "name": "http"}]}}
+    code, got = call(s, "PATCH", path, json.dumps(second), content_type=APPLY,
+                     query=[("fieldManager", "m2")])
+    assert code == 200, got
+    assert got["spec"]["ports"] == [{"name": "http", "port": 80, "protocol": "TCP",
+                                     "targetPort": 80}]
+    assert managed(got)[1] == ("m2", "Apply", "v1", "FieldsV1", {"f:spec": {"f:ports": {
+        'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:name": {}, "f:port": {}}}}})
+    pod = deployment("d")
+    pod["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 8080}]
+    code, got = apply(s, "d", pod)
+    assert code == 201, got
+    containers = managed(got)[0][4]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert containers['k:{"name":"a"}']["f:ports"] == {
+        'k:{"containerPort":8080,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
