@@ -584,7 +584,7 @@ class CustomResources:
         if rt.scale is not None:  # validator.go ValidateScaleSpec, ValidateScaleStatus
             causes.extend(scale.custom_scale_errors(rt.scale, obj,
                                                     spec=subresource != "status"))
-        if rt.rules is not None:
+        if rt.rules:  # cel.NewValidator: none for a schema without rules
             if any(cause[0] in _BLOCKING for cause in causes):
                 causes.append(_RULES_NOT_CHECKED)
             else:
