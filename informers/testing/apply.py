@@ -31,8 +31,8 @@ from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.merge_schema import Shape
 
-__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "path_string",
-           "record_update"]
+__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "parse_fields_v1",
+           "path_string", "record_update", "sort_entries"]
 
 Path = tuple[str, ...]
 
@@ -242,7 +242,7 @@ def conflict_message(conflicts: list[tuple[str, Path]]) -> str:
     return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
 
 
-def _sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """internal/managedfields.go ``sortEncodedManagedFields``: operation, time, manager."""
     return sorted(entries, key=lambda e: (e.get("operation", ""), e.get("time", ""),
                                           e.get("manager", ""), e.get("apiVersion", ""),
@@ -307,7 +307,7 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
             entry["subresource"] = subresource
         result_entries.append(entry)
     meta = merged.setdefault("metadata", {})
-    meta["managedFields"] = _sort_entries(result_entries)
+    meta["managedFields"] = sort_entries(result_entries)
     return merged
 
 
@@ -356,7 +356,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], shape: Shape,
             entry["subresource"] = subresource
         result.append(entry)
     if result:
-        meta["managedFields"] = _sort_entries(result)
+        meta["managedFields"] = sort_entries(result)
     else:
         meta.pop("managedFields", None)
 

@@ -104,6 +104,27 @@ def _yaml_object(raw: bytes) -> Any:
         raise status.bad_request(f"error decoding YAML: {err}") from None
 
 
+def decode_apply(query: dict[str, str], raw: bytes) -> tuple[str, bool, dict[str, Any]]:
+    """An apply request's field manager, ``force`` and configuration (JSON or YAML).
+
+    Raises:
+        StatusError: 422 without a ``fieldManager``, 400 for a body that is not an object.
+    """
+    manager = query.get("fieldManager", "")
+    if not manager:
+        raise status.invalid("PatchOptions", "meta.k8s.io", "", [
+            ("FieldValueRequired", "fieldManager", "Required value: is required for "
+             "apply patch")])
+    force = query.get("force", "") == "true"
+    try:  # JSON (what kubectl sends) is YAML; the JSON decoder is the fast path
+        config = loads(raw) if raw.strip() else None
+    except JSONDecodeError:
+        config = _yaml_object(raw)
+    if not isinstance(config, dict):
+        raise status.bad_request("the body of an apply patch must be an object")
+    return manager, force, config
+
+
 @dataclass
 class Response:
     """An HTTP answer with a JSON body."""
@@ -380,18 +401,7 @@ class Endpoints:
         """Server-side apply (:mod:`informers.testing.apply`): 201 when it created."""
         rt = info.rt
         assert rt is not None
-        manager = query.get("fieldManager", "")
-        if not manager:
-            raise status.invalid("PatchOptions", "meta.k8s.io", "", [
-                ("FieldValueRequired", "fieldManager", "Required value: is required for "
-                 "apply patch")])
-        force = query.get("force", "") == "true"
-        try:  # JSON (what kubectl sends) is YAML; the JSON decoder is the fast path
-            config = loads(raw) if raw.strip() else None
-        except JSONDecodeError:
-            config = _yaml_object(raw)
-        if not isinstance(config, dict):
-            raise status.bad_request("the body of an apply patch must be an object")
+        manager, force, config = decode_apply(query, raw)
         entry, created = self.strategy.apply(
             rt, info.namespace or "", info.name, config, manager=manager, force=force,
             dry_run=self._dry_run(query, "PatchOptions"), subresource=info.subresource or "")

@@ -11,9 +11,7 @@ the request log.
 from __future__ import annotations
 
 import email.parser
-import hashlib
 import http.client
-import json
 import logging
 import re
 import socket
@@ -26,7 +24,15 @@ from urllib.parse import parse_qs, urlsplit
 
 from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import access, protobuf, scale, status, tables
+from informers.testing import (
+    access,
+    discovery_endpoint,
+    protobuf,
+    scale_endpoint,
+    status,
+    table_endpoint,
+    tables,
+)
 from informers.testing.admission import RequestScope, request_scope
 from informers.testing.conversion import (
     Conversion,
@@ -50,10 +56,7 @@ from informers.testing.options import ListOptions
 from informers.testing.request_info import RequestInfo, resolve
 from informers.testing.requestlog import RequestLog, RequestRecord
 from informers.testing.resources import (
-    AGGREGATED_DISCOVERY,
     ResourceRegistry,
-    ResourceType,
-    wants_aggregated_discovery,
 )
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
@@ -511,16 +514,11 @@ class RequestHandler(BaseHTTPRequestHandler):
         self, app: ServerApp, info: RequestInfo, query: dict[str, str], raw: bytes
     ) -> Response | None:
         if not info.is_resource:
-            if self.command not in ("GET", "HEAD"):
-                raise status.method_not_allowed()
-            if info.path.startswith("/openapi/"):
-                return app.openapi.serve(
-                    info.path, query, self.headers.get("Accept", ""),
-                    self.headers.get("If-None-Match", ""), app.clock.wall())
-            if info.path.rstrip("/") in ("/api", "/apis") and wants_aggregated_discovery(
-                    self.headers.get("Accept", "")):
-                return _aggregated_discovery(app.registry, info.path.rstrip("/") == "/api")
-            return app.endpoints.discovery(info.path, app.server_address)
+            return discovery_endpoint.serve(
+                self.command, info.path, query, self.headers.get("Accept", ""),
+                self.headers.get("If-None-Match", ""), openapi=app.openapi,
+                registry=app.registry, endpoints=app.endpoints,
+                server_address=app.server_address, now=app.clock.wall())
         if info.unknown or info.extra_parts or info.rt is None:
             if info.group and not is_builtin_group(info.group):
                 # No API installed for the group (a CRD's group once it is gone, a CRD
@@ -555,9 +553,11 @@ class RequestHandler(BaseHTTPRequestHandler):
         if verb not in rt.verbs:
             raise status.method_not_allowed()
         if info.subresource == "scale":
-            return self._scale(app, info, query, raw)
+            return scale_endpoint.serve(
+                endpoints, app.field_validator, info, query, raw,
+                media_type(self.headers.get("Content-Type")), self._manager(query))
         if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
-            return self._table(app, info, query)
+            return table_endpoint.serve(app.endpoints, info, query, app.clock.wall())
         if verb == "get":
             return endpoints.get(info, query)
         if verb == "list":
@@ -620,55 +620,22 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _manager(self, query: dict[str, str]) -> str:
         """The field manager of a write: ``fieldManager``, else the User-Agent up to its
-        first ``/`` (apiserver/pkg/endpoints/handlers/rest.go ``prefixFromUserAgent``)."""
-        return query.get("fieldManager") or (self.headers.get("User-Agent") or "").split("/")[0]
-
-    def _scale(self, app: ServerApp, info: RequestInfo, query: dict[str, str],
-                raw: bytes) -> Response:
-        """``.../<name>/scale`` (:mod:`.scale`): GET, PUT and JSON/merge/strategic PATCH."""
-        rt = info.rt
-        assert rt is not None
-        endpoints = app.endpoints
-        namespace = info.namespace or ""
-        if info.verb == "get":
-            return Response(200, scale.get(endpoints.storage, rt, namespace, info.name))
-        if info.verb not in ("update", "patch") or not info.name:
-            raise status.method_not_allowed()
-        content_type = media_type(self.headers.get("Content-Type")) or "application/json"
-        dry_run = Endpoints._dry_run(query)  # the same dryRun check as every write
-        manager = self._manager(query)
-        if info.verb == "update":
-            if content_type not in ("application/json", "application/yaml"):
-                raise status.unsupported_media_type(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json, application/yaml")
-            return Response(200, scale.update(
-                endpoints.storage, endpoints.strategy, rt, namespace, info.name,
-                body=decode_body(raw, content_type), dry_run=dry_run, manager=manager))
-        endpoints.check_patch_type(content_type)
-        if content_type == APPLY_PATCH:
-            raise status.unsupported_media_type(
-                "the embedded server does not apply to the scale subresource")
-        return Response(200, scale.update(
-            endpoints.storage, endpoints.strategy, rt, namespace, info.name,
-            patch_type=content_type, patch=decode_body(raw, "application/json"),
-            dry_run=dry_run, manager=manager))
-
-    def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
-        """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""
-        rt = info.rt
-        assert rt is not None
-        if info.verb == "get":
-            obj = json.loads(app.endpoints.get(info, query).body)
-            objects, meta = [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-        else:
-            listed = json.loads(app.endpoints.list(info, ListOptions.parse(query)).body)
-            objects = [{"kind": rt.kind, "apiVersion": rt.api_version, **item}
-                       for item in listed.get("items", [])]
-            meta = listed.get("metadata", {})
-        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query,
-                                custom_columns=_custom_columns(rt))
-        return Response(200, json.dumps(table, separators=(",", ":")).encode())
+        first ``/`` (apiserver/pkg/endpoints/handlers/create.go ``prefixFromUserAgent``:
+        printable characters, at most 128 bytes), else ``unknown``
+        (managedfields/internal/buildmanagerinfo.go)."""
+        manager = query.get("fieldManager")
+        if manager:
+            return manager
+        agent = (self.headers.get("User-Agent") or "").split("/")[0]
+        prefix = b""
+        for char in agent:
+            encoded = char.encode()
+            if not char.isprintable():
+                continue
+            if len(prefix) + len(encoded) > 128:  # validation.FieldManagerMaxLength
+                break
+            prefix += encoded
+        return prefix.decode() or "unknown"
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)
@@ -705,23 +672,11 @@ class RequestHandler(BaseHTTPRequestHandler):
                 writer = ConvertingWatchWriter(writer, app.conversion, info.rt)
             if tables.wants_table(self.headers.get("Accept", "")):
                 writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
-                                                 app.clock.wall, _custom_columns(info.rt))
+                                                 app.clock.wall,
+                                                 table_endpoint.custom_columns(info.rt))
             stream.serve(writer, handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:
             self.close_connection = True
 
-
-def _custom_columns(rt: ResourceType) -> tuple[dict[str, Any], ...] | None:
-    """A custom resource's printer columns (``None``: a built-in kind's printer)."""
-    return None if rt.builtin else tuple(getattr(rt, "printer_columns", ()))
-
-
-def _aggregated_discovery(registry: ResourceRegistry, core: bool) -> Response:
-    """The aggregated discovery document with kube-apiserver's headers (an ``Etag`` of the
-    body's SHA-512, ``Vary: Accept``, ``Cache-Control: public``)."""
-    body = json.dumps(registry.aggregated_discovery(core), separators=(",", ":")).encode()
-    return Response(200, body, [
-        ("Content-Type", AGGREGATED_DISCOVERY), ("Cache-Control", "public"),
-        ("Etag", f'"{hashlib.sha512(body).hexdigest().upper()}"'), ("Vary", "Accept")])
