@@ -310,6 +310,7 @@ class CustomResources:
         self._storage = storage
         self._strategy: _Writer | None = None
         self._served: dict[str, list[CustomResourceType]] = {}  # by CRD name
+        self._served_specs: dict[str, Any] = {}  # the spec each CRD is served by
         registry.add(CRD_RESOURCE)
 
     def attach(self, strategy: _Writer) -> None:
@@ -503,11 +504,18 @@ class CustomResources:
                 if isinstance(scale_spec, dict) else None,
             ))
         before = {rt.version: rt.schema for rt in self._served.get(crd["metadata"]["name"], [])}
+        previous = self._served_specs.get(crd["metadata"]["name"])
         self._unserve(crd["metadata"]["name"])
         for rt in rts:
             self._registry.add(rt)
         self._served[crd["metadata"]["name"]] = rts
         self._default_on_read(rts, before)
+        self._served_specs[crd["metadata"]["name"]] = copy.deepcopy(spec)
+        if rts and previous is not None and previous != spec:
+            # crdHandler.updateCustomResourceDefinition: a changed spec drops the resource's
+            # storage, so its new watch cache starts now: older resourceVersions answer
+            # 410 "too old resource version" (no replay of bodies decoded by the old schema)
+            self._storage.collection(rts[0]).forget_history(self._storage.rv)
 
     def _default_on_read(self, rts: list[CustomResourceType],
                          before: dict[str, dict[str, Any] | None]) -> None:
@@ -530,6 +538,7 @@ class CustomResources:
         self._storage.rewrite(rt, default)
 
     def _unserve(self, crd_name: str) -> None:
+        self._served_specs.pop(crd_name, None)
         for rt in self._served.pop(crd_name, []):
             self._registry.remove(rt)
 
