@@ -34,9 +34,6 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import os
-import pathlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,7 +47,6 @@ from informers.testing.resources import (
 )
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
-from informers.yaml_loader import YAMLLoadError, load_all_yaml
 
 
 class _Writer(Protocol):
@@ -65,7 +61,7 @@ class _Writer(Protocol):
 
     def now(self) -> str: ...
 
-__all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors", "read_crds"]
+__all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors"]
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 """The finalizer kube-apiserver puts on every CRD (``apiextensions/v1``
@@ -604,8 +600,6 @@ class CustomResources:
 
 
 
-_CRD_FILE_SUFFIXES = (".json", ".yaml", ".yml")
-
 # apiextensions-apiserver pkg/registry/customresource/strategy.go hasBlockingErr: after one of
 # these schema errors (type, maxLength, maxItems, required, enum) the CEL rules are not run,
 # and this cause (field.Invalid(nil, nil, ...): no path, a null value) says so.
@@ -615,39 +609,3 @@ _RULES_NOT_CHECKED: Cause = (
     "FieldValueInvalid", "<nil>", "Invalid value: null: some validation rules were not "
     "checked because the object was invalid; correct the existing errors to complete "
     "validation")
-
-
-def read_crds(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """The ``CustomResourceDefinition`` documents of ``paths``, in order: a file, or a folder
-    whose ``.json``, ``.yaml`` and ``.yml`` files are read in name order (not recursively),
-    as envtest's ``CRDInstallOptions.Paths`` (``CRDDirectoryPaths``) reads them. Other kinds
-    of documents are skipped, as there.
-
-    Raises:
-        FileNotFoundError: a path does not exist (envtest's ``ErrorIfPathMissing``).
-        ValueError: a file is not YAML, or a document is not a mapping.
-    """
-    found: list[dict[str, Any]] = []
-    for raw in paths:
-        path = pathlib.Path(raw)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir()
-                           if p.is_file() and p.suffix in _CRD_FILE_SUFFIXES)
-        elif path.exists():
-            files = [path]
-        else:
-            raise FileNotFoundError(f"CRD path {str(path)!r} does not exist")
-        for file in files:
-            try:
-                documents = load_all_yaml(file.read_bytes(), str(file))
-            except YAMLLoadError as err:
-                raise ValueError(f"{file}: not YAML: {err}") from None
-            for index, doc in enumerate(documents):
-                if doc is None:
-                    continue
-                if not isinstance(doc, dict):
-                    raise ValueError(f"{file}: document {index} is not a mapping")
-                if (doc.get("kind") == "CustomResourceDefinition"
-                        and str(doc.get("apiVersion", "")).startswith("apiextensions.k8s.io/")):
-                    found.append(doc)
-    return found
