@@ -151,6 +151,7 @@ def test_kubectl_describe_pod(kubectl, tmp_path):
     assert got.stdout.splitlines() == [
         "Name:             web",
         "Namespace:        default",
+        "Priority:         0",
         "Service Account:  default",
         "Node:             <none>",
         "Labels:           app=web",
@@ -223,7 +224,10 @@ def test_kubectl_apply_twice_then_scale_and_get_all(kubectl, tmp_path):
     stored = kubectl.server.get("deployments", "default", "web")
     assert (stored["spec"]["replicas"], stored["spec"]["template"]["spec"]["containers"]) == (
         3, [{"name": "c", "image": "nginx:2", "ports": [{"containerPort": 80,
-                                                         "protocol": "TCP"}]}])
+                                                         "protocol": "TCP"}],
+             "imagePullPolicy": "IfNotPresent", "resources": {},  # the v1 defaults
+             "terminationMessagePath": "/dev/termination-log",
+             "terminationMessagePolicy": "File"}])
     assert "kubectl.kubernetes.io/last-applied-configuration" in stored["metadata"][
         "annotations"]
     unchanged = kubectl("apply", "-f", str(manifest))
@@ -355,6 +359,14 @@ def test_kubectl_api_resources(kubectl, tmp_path):
         ["secrets", "v1", "true", "Secret", ALL],
         ["serviceaccounts", "sa", "v1", "true", "ServiceAccount", ALL],
         ["services", "svc", "v1", "true", "Service", ALL, "all"],
+        ["mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1", "false",
+         "MutatingWebhookConfiguration", ALL, "api-extensions"],
+        ["validatingadmissionpolicies", "admissionregistration.k8s.io/v1", "false",
+         "ValidatingAdmissionPolicy", ALL, "api-extensions"],
+        ["validatingadmissionpolicybindings", "admissionregistration.k8s.io/v1", "false",
+         "ValidatingAdmissionPolicyBinding", ALL, "api-extensions"],
+        ["validatingwebhookconfigurations", "admissionregistration.k8s.io/v1", "false",
+         "ValidatingWebhookConfiguration", ALL, "api-extensions"],
         ["customresourcedefinitions", "crd,crds", "apiextensions.k8s.io/v1", "false",
          "CustomResourceDefinition", ALL, "api-extensions"],
         ["daemonsets", "ds", "apps/v1", "true", "DaemonSet", ALL, "all"],
