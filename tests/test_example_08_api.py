@@ -91,11 +91,8 @@ def test_the_crd_serves_both_versions_with_v1_stored(any_api_server):
         uninstall(s, crd["metadata"]["name"])
 
 
-def test_the_scale_subresource_reads_the_status(any_api_server, request):
+def test_the_scale_subresource_reads_the_status(any_api_server):
     s = any_api_server
-    if s.kind == "embedded":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="the embedded server serves no scale subresource for CRDs"))
     crd, group = example_crd()
     install(s, crd)
     try:
