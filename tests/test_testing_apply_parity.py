@@ -212,3 +212,26 @@ def test_apply_keys_list_items_by_the_defaults_of_their_keys(any_api_server):
     containers = managed(got)[0][4]["f:spec"]["f:template"]["f:spec"]["f:containers"]
     assert containers['k:{"name":"a"}']["f:ports"] == {
         'k:{"containerPort":8080,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
+
+
+def test_apply_of_fields_the_kind_lacks_is_a_500_whatever_the_field_validation(
+        any_api_server):
+    # structured-merge-diff types the configuration before fieldValidation is looked at
+    # (internal/structuredmerge.go "failed to create typed patch object").
+    s = any_api_server
+    for mode in ("Strict", "Warn", "Ignore"):
+        code, got = call(s, "PATCH",
+                         f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d",
+                         json.dumps(deployment("d", replicas=1, bogus=1)), content_type=APPLY,
+                         query=[("fieldManager", "m1"), ("fieldValidation", mode)])
+        assert (code, got.get("reason"), got["message"]) == (
+            500, None, "failed to create typed patch object (/d; apps/v1, Kind=Deployment): "
+            ".spec.bogus: field not declared in schema")
+    code, got = call(s, "PATCH", f"/api/v1/namespaces/{s.namespace}/configmaps/c", json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "bogus": 1},
+         "other": 2}), content_type=APPLY, query=[("fieldManager", "m1")])
+    assert (code, got["message"]) == (
+        500, "failed to create typed patch object (/c; /v1, Kind=ConfigMap): errors:\n"
+        "  .metadata.bogus: field not declared in schema\n"
+        "  .other: field not declared in schema")
+    assert call(s, "GET", f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d")[0] == 404

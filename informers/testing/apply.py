@@ -30,9 +30,11 @@ from typing import Any
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.merge_schema import Shape
+from informers.testing.schemas import Fields
 
-__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "parse_fields_v1",
-           "path_string", "record_update", "sort_entries"]
+__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "object_where",
+           "parse_fields_v1", "path_string", "record_update", "sort_entries",
+           "undeclared_fields"]
 
 Path = tuple[str, ...]
 
@@ -377,3 +379,45 @@ def same_managed_fields(a: Any, b: Any) -> bool:
         return {**entry, "time": moment}
 
     return all(instant(x) == instant(y) for x, y in zip(a, b, strict=True))
+
+
+def _undeclared(value: Any, node: Fields | None, prefix: str) -> list[str]:
+    if node is None or not isinstance(value, dict):
+        return []
+    if node.is_map:
+        return [p for k, v in value.items() for p in _undeclared(v, node.items, f"{prefix}.{k}")]
+    if node.fields is None:
+        return []
+    found = []
+    for key, child in value.items():
+        if key not in node.fields:
+            if not node.preserve:
+                found.append(f"{prefix}.{key}")
+        else:
+            found += _undeclared(child, node.fields[key], f"{prefix}.{key}")
+    return found
+
+
+def object_where(config: dict[str, Any]) -> str:
+    """``objectGVKNN``'s ``namespace/name`` of an apply configuration."""
+    meta = config.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def undeclared_fields(config: dict[str, Any], fields: Fields | None,
+                      gvk: str) -> StatusError | None:
+    """The 500 kube-apiserver answers an apply configuration with fields its kind's schema
+    lacks, whatever the ``fieldValidation`` (structured-merge-diff refuses them while typing
+    the patch: internal/structuredmerge.go ``failed to create typed patch object``; errors as
+    typed/helpers.go ``ValidationErrors.Error``: one as is, several as ``errors:`` lines), or
+    ``None``. ``gvk``: ``apps/v1, Kind=Deployment``. Objects inside lists are not looked
+    into."""
+    unknown = sorted(_undeclared(config, fields, ""))
+    if not unknown:
+        return None
+    errors = [f"{path}: field not declared in schema" for path in unknown]
+    text = errors[0] if len(errors) == 1 else "\n".join(["errors:", *("  " + e for e in errors)])
+    return status.plain_error(f"failed to create typed patch object ({object_where(config)}; "
+                              f"{gvk}): {text}")

@@ -595,7 +595,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         if verb == "patch":
             endpoints.check_patch_type(content_type)
             if content_type == APPLY_PATCH:
-                return endpoints.apply(info, query, raw)
+                return endpoints.apply(info, query, raw, app.field_validator.schemas.fields(rt)
+                                       if rt.builtin and app.field_validator.schemas.complete
+                                       else None)
             mode = directive(query, verb)
             patch, duplicates = app.field_validator.decode_patch(raw, content_type, rt, mode)
             warnings = []

@@ -44,7 +44,6 @@ from informers.testing.scale_fields import (
     SCALE_SHAPE,
     apply_errors,
     custom_apply_message,
-    plain_error,
     replicas_path,
     to_parent,
     to_subresource,
@@ -199,7 +198,7 @@ def apply(storage: Storage, strategy: Strategy, rt: ResourceType, namespace: str
                              api_version=SCALE_API_VERSION, now=strategy.now(),
                              has_status=False, subresource="scale")
         if not _paths(rt).builtin:  # after the conflicts, as kube-apiserver
-            raise plain_error(500, custom_apply_message(config))
+            raise status.plain_error(custom_apply_message(config))
         return _write(strategy, rt, namespace, name, parent, scale, dry_run)
 
 

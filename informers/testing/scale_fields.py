@@ -36,13 +36,18 @@ import json
 from typing import Any
 
 from informers.errors import StatusError
-from informers.testing import status
-from informers.testing.apply import Path, fields_v1, parse_fields_v1
+from informers.testing.apply import (
+    Path,
+    fields_v1,
+    object_where,
+    parse_fields_v1,
+    undeclared_fields,
+)
 from informers.testing.merge_schema import Shape
 from informers.testing.schemas import Fields, Schemas
 
 __all__ = ["SCALE_API_VERSION", "SCALE_SHAPE", "apply_errors", "custom_apply_message",
-           "plain_error", "replicas_path", "scale_fields", "to_parent", "to_subresource"]
+           "replicas_path", "scale_fields", "to_parent", "to_subresource"]
 
 SCALE_API_VERSION = "autoscaling/v1"
 _SCALE_REPLICAS: Path = ("f:spec", "f:replicas")
@@ -128,52 +133,15 @@ def scale_fields(schemas: Schemas) -> Fields:
     return tree
 
 
-def _unknown(value: Any, node: Fields | None, prefix: str) -> list[str]:
-    if node is None or not isinstance(value, dict):
-        return []
-    if node.is_map:
-        return [p for k, v in value.items() for p in _unknown(v, node.items, f"{prefix}.{k}")]
-    found = []
-    for key, child in value.items():
-        if node.fields is not None and key not in node.fields and not node.preserve:
-            found.append(f"{prefix}.{key}")
-        elif node.fields is not None:
-            found += _unknown(child, node.fields.get(key), f"{prefix}.{key}")
-    return found
-
-
 def apply_errors(config: dict[str, Any], schemas: Schemas) -> StatusError | None:
-    """The 500 of a scale apply whose configuration is not a ``Scale`` of known fields
-    (structured-merge-diff typed/helpers.go ``ValidationErrors.Error``: one error as is,
-    several as ``errors:`` lines), or ``None``."""
-    unknown = sorted(_unknown(config, scale_fields(schemas), ""))
-    if not unknown:
-        return None
-    errors = [f"{path}: field not declared in schema" for path in unknown]
-    text = errors[0] if len(errors) == 1 else "\n".join(["errors:", *("  " + e for e in errors)])
-    return plain_error(500, f"failed to create typed patch object ({_where(config)}; "
-                            f"{SCALE_API_VERSION}, Kind=Scale): {text}")
+    """The 500 of a scale apply whose configuration has fields a ``Scale`` lacks
+    (:func:`informers.testing.apply.undeclared_fields`), or ``None``."""
+    return undeclared_fields(config, scale_fields(schemas), f"{SCALE_API_VERSION}, Kind=Scale")
 
 
 def custom_apply_message(config: dict[str, Any]) -> str:
     """The 500 of every apply to a custom resource's scale on kube-apiserver v1.36.3 (the
     field manager converts the ``Scale`` with the CRD's converter, which refuses it)."""
-    return (f"failed to convert new object ({_where(config)}; {SCALE_API_VERSION}, Kind=Scale) "
-            f"to proper version: request to convert CR to an invalid group/version: "
-            f"{SCALE_API_VERSION}")
-
-
-def _where(config: dict[str, Any]) -> str:
-    """``objectGVKNN``'s ``namespace/name`` of the configuration."""
-    meta = config.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-
-def plain_error(code: int, message: str) -> StatusError:
-    """The ``Status`` kube-apiserver writes for an error that is not a ``StatusError``
-    (``responsewriters.ErrorToAPIStatus``): no reason."""
-    body = status.status_dict(code, "", message)
-    del body["reason"]
-    return StatusError(body)
+    return (f"failed to convert new object ({object_where(config)}; {SCALE_API_VERSION}, "
+            f"Kind=Scale) to proper version: request to convert CR to an invalid "
+            f"group/version: {SCALE_API_VERSION}")
