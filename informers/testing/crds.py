@@ -508,10 +508,10 @@ class CustomResources:
         self._default_on_read(rts, before)
         self._served_specs[crd["metadata"]["name"]] = copy.deepcopy(spec)
         if rts and previous is not None and previous != spec:
-            # crdHandler.updateCustomResourceDefinition: a changed spec drops the resource's
-            # storage, so its new watch cache starts now: older resourceVersions answer
-            # 410 "too old resource version" (no replay of bodies decoded by the old schema)
-            self._storage.collection(rts[0]).forget_history(self._storage.rv)
+            # crdHandler.updateCustomResourceDefinition: a changed spec tears down the
+            # resource's storage (its open watches end) and its new watch cache starts now:
+            # older resourceVersions answer 410 "too old resource version"
+            self._storage.collection(rts[0]).restart(self._storage.rv)
 
     def _default_on_read(self, rts: list[CustomResourceType],
                          before: dict[str, dict[str, Any] | None]) -> None:
