@@ -10,19 +10,15 @@ the request log.
 
 from __future__ import annotations
 
-import email.parser
-import http.client
 import logging
-import re
 import socket
 import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import (
     access,
@@ -35,7 +31,6 @@ from informers.testing import (
 )
 from informers.testing.admission import RequestScope, request_scope
 from informers.testing.conversion import (
-    Conversion,
     ConvertingWatchWriter,
     convert_body,
     needs_conversion,
@@ -43,21 +38,17 @@ from informers.testing.conversion import (
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     APPLY_PATCH,
-    Endpoints,
     Response,
     decode_body,
     media_type,
     status_response,
 )
-from informers.testing.faults import Faults
-from informers.testing.field_validation import FieldValidator, directive, warning_header
-from informers.testing.openapi import OpenAPI
+from informers.testing.field_validation import directive, warning_header
 from informers.testing.options import ListOptions
+from informers.testing.request_headers import Headers, parse_headers
 from informers.testing.request_info import RequestInfo, resolve
-from informers.testing.requestlog import RequestLog, RequestRecord
-from informers.testing.resources import (
-    ResourceRegistry,
-)
+from informers.testing.requestlog import RequestRecord
+from informers.testing.server_app import ServerApp
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
 __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
@@ -77,35 +68,6 @@ _REASONS = {
     422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
     503: "Service Unavailable", 504: "Gateway Timeout",
 }
-
-
-class ServerApp(Protocol):
-    """What the handler needs from ``ApiServer``."""
-
-    token: str
-    registry: ResourceRegistry
-    endpoints: Endpoints
-    openapi: OpenAPI
-    field_validator: FieldValidator
-    conversion: Conversion
-    faults: Faults
-    request_log_store: RequestLog
-    clock: Clock
-    max_request_body_bytes: int
-    header_read_timeout: float
-    idle_timeout: float
-    stopping: threading.Event
-
-    @property
-    def server_address(self) -> str: ...
-
-    def connection_opened(self, connection: socket.socket) -> None: ...
-
-    def connection_closed(self, connection: socket.socket) -> None: ...
-
-    def watch_opened(self, handle: WatchHandle) -> None: ...
-
-    def watch_closed(self, handle: WatchHandle) -> None: ...
 
 
 class ApiHTTPServer(ThreadingHTTPServer):
@@ -143,30 +105,6 @@ class ApiHTTPServer(ThreadingHTTPServer):
                 connection, server_side=True, do_handshake_on_connect=False
             )
         return connection, address
-
-
-class Headers(dict[str, str]):
-    """Request headers by lower-case name, with the values ``email.message.Message.get``
-    answers for ``http.client.parse_headers``'s result (the first of repeated names wins);
-    :meth:`get` takes any case. :meth:`RequestHandler.parse_request` fills it without the
-    ``email`` package for ordinary header blocks, in about a third of the time per request."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return dict.get(self, name.lower(), default)
-
-
-_HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+:")
-"""A header line's name and colon (the ``email`` feed parser's ``headerRE``, name not empty)."""
-
-
-def _parse_headers_as_email(lines: list[bytes]) -> Headers:
-    """What the standard library makes of an unusual header block."""
-    message = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(
-        b"".join(lines).decode("iso-8859-1"))
-    headers = Headers()
-    for name, value in message.items():
-        headers.setdefault(name.lower(), value)
-    return headers
 
 
 class _Chunks:
@@ -348,29 +286,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 break
         if self._timed:
             self.connection.settimeout(None)
-        headers = Headers()
-        name = ""
-        value: list[str] = []
-        for raw in lines[:-1]:
-            text = raw.decode("iso-8859-1")
-            content = text[:-2] if text.endswith("\r\n") else text.rstrip("\n")
-            if "\r" in content:  # the email parser splits lines at a bare CR too
-                return _parse_headers_as_email(lines)
-            if text[0] in " \t":  # a folded continuation line
-                if not name:
-                    return _parse_headers_as_email(lines)
-                value.append(text)
-                continue
-            match = _HEADER_NAME.match(text)
-            if match is None or text.startswith("From "):
-                return _parse_headers_as_email(lines)
-            if name:
-                headers.setdefault(name, "".join(value).rstrip("\r\n"))
-            name = text[:match.end() - 1].lower()
-            value = [text[match.end():].lstrip(" \t")]
-        if name:
-            headers.setdefault(name, "".join(value).rstrip("\r\n"))
-        return headers
+        return parse_headers(lines)
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
