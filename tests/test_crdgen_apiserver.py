@@ -192,13 +192,8 @@ def test_a_generated_crd_is_served_with_its_schema(any_api_server):
         uninstall(s, made["metadata"]["name"])
 
 
-def test_an_enum_violation_is_a_422(any_api_server, request):
+def test_an_enum_violation_is_a_422(any_api_server):
     s = any_api_server
-    if s.kind == "embedded":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "the embedded server neither skips the CEL rules after a blocking schema error "
-            "nor adds kube-apiserver's cause for it (apiextensions-apiserver "
-            "registry/customresource/strategy.go hasBlockingErr)")))
     made, group = gadget_crd()
     install(s, made)
     try:

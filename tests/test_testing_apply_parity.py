@@ -179,3 +179,59 @@ def test_a_status_write_records_an_update_entry_of_the_subresource(any_api_serve
                                             "f:lastTransitionTime": {}, "f:status": {},
                                             "f:type": {}}},
             "f:phase": {}}})]
+
+
+def test_apply_keys_list_items_by_the_defaults_of_their_keys(any_api_server):
+    # structured-merge-diff typed/helpers.go keyedAssociativeListItemToPathElement: a port
+    # applied without its protocol is the item keyed by the default, TCP; the applier owns
+    # the fields it sent, not the defaulted protocol.
+    s = any_api_server
+    path = f"/api/v1/namespaces/{s.namespace}/services/web"
+    config = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+              "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}}}
+    code, got = call(s, "PATCH", path, json.dumps(config), content_type=APPLY,
+                     query=[("fieldManager", "m1")])
+    assert code == 201, got
+    assert managed(got) == [("m1", "Apply", "v1", "FieldsV1", {"f:spec": {
+        "f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}},
+        "f:selector": {}}})]
+    assert got["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    second = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+              "spec": {"ports": [{"port": 80, "name": "http"}]}}
+    code, got = call(s, "PATCH", path, json.dumps(second), content_type=APPLY,
+                     query=[("fieldManager", "m2")])
+    assert code == 200, got
+    assert got["spec"]["ports"] == [{"name": "http", "port": 80, "protocol": "TCP",
+                                     "targetPort": 80}]
+    assert managed(got)[1] == ("m2", "Apply", "v1", "FieldsV1", {"f:spec": {"f:ports": {
+        'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:name": {}, "f:port": {}}}}})
+    pod = deployment("d")
+    pod["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 8080}]
+    code, got = apply(s, "d", pod)
+    assert code == 201, got
+    containers = managed(got)[0][4]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert containers['k:{"name":"a"}']["f:ports"] == {
+        'k:{"containerPort":8080,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}
+
+
+def test_apply_of_fields_the_kind_lacks_is_a_500_whatever_the_field_validation(
+        any_api_server):
+    # structured-merge-diff types the configuration before fieldValidation is looked at
+    # (internal/structuredmerge.go "failed to create typed patch object").
+    s = any_api_server
+    for mode in ("Strict", "Warn", "Ignore"):
+        code, got = call(s, "PATCH",
+                         f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d",
+                         json.dumps(deployment("d", replicas=1, bogus=1)), content_type=APPLY,
+                         query=[("fieldManager", "m1"), ("fieldValidation", mode)])
+        assert (code, got.get("reason"), got["message"]) == (
+            500, None, "failed to create typed patch object (/d; apps/v1, Kind=Deployment): "
+            ".spec.bogus: field not declared in schema")
+    code, got = call(s, "PATCH", f"/api/v1/namespaces/{s.namespace}/configmaps/c", json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "bogus": 1},
+         "other": 2}), content_type=APPLY, query=[("fieldManager", "m1")])
+    assert (code, got["message"]) == (
+        500, "failed to create typed patch object (/c; /v1, Kind=ConfigMap): errors:\n"
+        "  .metadata.bogus: field not declared in schema\n"
+        "  .other: field not declared in schema")
+    assert call(s, "GET", f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d")[0] == 404

@@ -348,6 +348,42 @@ def test_a_cel_rule_that_fails_is_a_422(any_api_server):
         uninstall(s, crd["metadata"]["name"])
 
 
+def test_cel_rules_run_beside_non_blocking_schema_errors_only(any_api_server):
+    # apiextensions-apiserver registry/customresource/strategy.go hasBlockingErr: a pattern
+    # or minimum error lets the rules run; a type, enum, required, maxLength or maxItems
+    # error stops them, with one cause saying so.
+    s = any_api_server
+    group = new_group()
+    schema = {"type": "object", "properties": {"spec": {
+        "type": "object",
+        "properties": {"min": {"type": "integer", "minimum": 0},
+                       "max": {"type": "integer"},
+                       "name": {"type": "string", "pattern": "^[a-z]+$"}},
+        "x-kubernetes-validations": [{"rule": "self.max < 100"}]}}}
+    crd = crd_body(group, schema=schema)
+    install(s, crd)
+    try:
+        path = f"/apis/{group}/v1/namespaces/{s.namespace}/widgets"
+        code, answer = call(s, "POST", path, widget(group, "a", {"min": -1, "max": 200,
+                                                                   "name": "X"}))
+        assert code == 422
+        assert causes(answer) == [
+            ("FieldValueInvalid", "spec.min",
+             "Invalid value: -1: spec.min in body should be greater than or equal to 0"),
+            ("FieldValueInvalid", "spec.name",
+             'Invalid value: "X": spec.name in body should match \'^[a-z]+$\''),
+            ("FieldValueInvalid", "spec", "Invalid value: failed rule: self.max < 100")]
+        code, answer = call(s, "POST", path, widget(group, "b", {"min": "x", "max": 200}))
+        assert causes(answer) == [
+            ("FieldValueTypeInvalid", "spec.min",
+             'Invalid value: "string": spec.min in body must be of type integer: "string"'),
+            ("FieldValueInvalid", "<nil>",
+             "Invalid value: null: some validation rules were not checked because the object "
+             "was invalid; correct the existing errors to complete validation")]
+    finally:
+        uninstall(s, crd["metadata"]["name"])
+
+
 def test_several_versions_serve_the_same_objects(any_api_server):
     s = any_api_server
     group = new_group()

@@ -30,9 +30,11 @@ from typing import Any
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.merge_schema import Shape
+from informers.testing.schemas import Fields
 
-__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "path_string",
-           "record_update"]
+__all__ = ["apply_object", "conflict_message", "field_paths", "fields_v1", "object_where",
+           "parse_fields_v1", "path_string", "record_update", "sort_entries",
+           "undeclared_fields"]
 
 Path = tuple[str, ...]
 
@@ -41,9 +43,20 @@ _STRIPPED_META = ("name", "namespace", "uid", "resourceVersion", "generation",
                   "deletionGracePeriodSeconds")
 
 
-def _key(item: dict[str, Any], keys: tuple[str, ...]) -> str:
-    return "k:" + json.dumps({k: item[k] for k in sorted(keys) if k in item},
-                             separators=(",", ":"), sort_keys=True)
+def _key(item: dict[str, Any], shape: Shape) -> str:
+    """The path element of an associative list's item: its key fields, a missing one by the
+    schema's default when it has one (structured-merge-diff typed/helpers.go
+    ``keyedAssociativeListItemToPathElement``), so an applied port ``{port: 80}`` is the
+    live ``{port: 80, protocol: TCP}``."""
+    fields = {}
+    for name in sorted(shape.keys):
+        if name in item:
+            fields[name] = item[name]
+        else:
+            default = shape.item().child(name).default
+            if default is not None:
+                fields[name] = default
+    return "k:" + json.dumps(fields, separators=(",", ":"), sort_keys=True)
 
 
 def field_paths(value: Any, shape: Shape, prefix: Path = (), *,
@@ -64,7 +77,7 @@ def field_paths(value: Any, shape: Shape, prefix: Path = (), *,
         result = {prefix} if maps and prefix and value else set()
         for item in value:
             if isinstance(item, dict):
-                path = (*prefix, _key(item, shape.keys))
+                path = (*prefix, _key(item, shape))
                 result.add(path)
                 result |= field_paths(item, shape.item(), path, maps=maps)
         return result
@@ -140,15 +153,16 @@ def path_string(path: Path) -> str:
 _MISSING = object()
 
 
-def _get(value: Any, path: Path) -> Any:
+def _get(value: Any, path: Path, shape: Shape) -> Any:
     for element in path:
         kind, _, rest = element.partition(":")
         if kind == "f" and isinstance(value, dict):
             value = value.get(rest, _MISSING)
+            shape = shape.child(rest)
         elif kind == "k" and isinstance(value, list):
-            fields = json.loads(rest)
             value = next((i for i in value if isinstance(i, dict)
-                          and all(i.get(k) == v for k, v in fields.items())), _MISSING)
+                          and _key(i, shape) == element), _MISSING)
+            shape = shape.item()
         elif kind == "v" and isinstance(value, list):
             wanted = json.loads(rest)
             value = wanted if wanted in value else _MISSING
@@ -159,15 +173,22 @@ def _get(value: Any, path: Path) -> Any:
     return value
 
 
-def _remove(obj: Any, path: Path) -> None:
-    parent = _get(obj, path[:-1])
+def _shape_at(shape: Shape, path: Path) -> Shape:
+    for element in path:
+        kind, _, rest = element.partition(":")
+        shape = shape.child(rest) if kind == "f" else shape.item()
+    return shape
+
+
+def _remove(obj: Any, path: Path, shape: Shape) -> None:
+    parent = _get(obj, path[:-1], shape)
     kind, _, rest = path[-1].partition(":")
     if kind == "f" and isinstance(parent, dict):
         parent.pop(rest, None)
     elif kind == "k" and isinstance(parent, list):
-        fields = json.loads(rest)
-        parent[:] = [i for i in parent if not (isinstance(i, dict) and all(
-            i.get(k) == v for k, v in fields.items()))]
+        list_shape = _shape_at(shape, path[:-1])
+        parent[:] = [i for i in parent if not (isinstance(i, dict)
+                                               and _key(i, list_shape) == path[-1])]
     elif kind == "v" and isinstance(parent, list):
         wanted = json.loads(rest)
         parent[:] = [i for i in parent if i != wanted]
@@ -184,9 +205,9 @@ def _merge(live: Any, config: Any, shape: Shape) -> Any:
             and shape.list_type == "map"):
         out_list = list(live)
         for item in config:
-            key = _key(item, shape.keys) if isinstance(item, dict) else None
+            key = _key(item, shape) if isinstance(item, dict) else None
             index = next((n for n, old in enumerate(out_list) if isinstance(old, dict)
-                          and key is not None and _key(old, shape.keys) == key), -1)
+                          and key is not None and _key(old, shape) == key), -1)
             if index >= 0:
                 out_list[index] = _merge(out_list[index], item, shape.item())
             else:
@@ -223,7 +244,7 @@ def conflict_message(conflicts: list[tuple[str, Path]]) -> str:
     return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
 
 
-def _sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """internal/managedfields.go ``sortEncodedManagedFields``: operation, time, manager."""
     return sorted(entries, key=lambda e: (e.get("operation", ""), e.get("time", ""),
                                           e.get("manager", ""), e.get("apiVersion", ""),
@@ -255,8 +276,8 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
     conflicts: list[tuple[str, Path]] = []
     taken: set[Path] = set()
     for path in sorted(applied):
-        new_value = _get(config, path)
-        old_value = _get(base, path)
+        new_value = _get(config, path, shape)
+        old_value = _get(base, path, shape)
         if old_value is _MISSING or old_value == new_value or isinstance(new_value, dict):
             continue
         for entry in others:
@@ -274,7 +295,7 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
     kept = applied | still_owned
     parents = {path[:n] for path in kept for n in range(1, len(path))}
     for path in sorted(previous - kept - parents, key=len, reverse=True):
-        _remove(merged, path)  # a map still holding owned fields stays
+        _remove(merged, path, shape)  # a map still holding owned fields stays
     result_entries = []
     for entry in others:
         paths = owned[id(entry)] - taken
@@ -288,7 +309,7 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
             entry["subresource"] = subresource
         result_entries.append(entry)
     meta = merged.setdefault("metadata", {})
-    meta["managedFields"] = _sort_entries(result_entries)
+    meta["managedFields"] = sort_entries(result_entries)
     return merged
 
 
@@ -310,7 +331,8 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], shape: Shape,
             return strip(field_paths(obj or {}, shape, maps=True), has_status)
     before, after = tracked(old), tracked(new)
     changed = {p for p in after if p not in before
-               or (_get(old, p) != _get(new, p) and not isinstance(_get(new, p), dict))}
+               or (_get(old, p, shape) != _get(new, p, shape)
+                   and not isinstance(_get(new, p, shape), dict))}
     mine = next((e for e in entries if e.get("manager") == manager
                  and e.get("operation") == "Update" and e.get("apiVersion") == api_version
                  and e.get("subresource", "") == subresource), None)
@@ -336,7 +358,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], shape: Shape,
             entry["subresource"] = subresource
         result.append(entry)
     if result:
-        meta["managedFields"] = _sort_entries(result)
+        meta["managedFields"] = sort_entries(result)
     else:
         meta.pop("managedFields", None)
 
@@ -357,3 +379,45 @@ def same_managed_fields(a: Any, b: Any) -> bool:
         return {**entry, "time": moment}
 
     return all(instant(x) == instant(y) for x, y in zip(a, b, strict=True))
+
+
+def _undeclared(value: Any, node: Fields | None, prefix: str) -> list[str]:
+    if node is None or not isinstance(value, dict):
+        return []
+    if node.is_map:
+        return [p for k, v in value.items() for p in _undeclared(v, node.items, f"{prefix}.{k}")]
+    if node.fields is None:
+        return []
+    found = []
+    for key, child in value.items():
+        if key not in node.fields:
+            if not node.preserve:
+                found.append(f"{prefix}.{key}")
+        else:
+            found += _undeclared(child, node.fields[key], f"{prefix}.{key}")
+    return found
+
+
+def object_where(config: dict[str, Any]) -> str:
+    """``objectGVKNN``'s ``namespace/name`` of an apply configuration."""
+    meta = config.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def undeclared_fields(config: dict[str, Any], fields: Fields | None,
+                      gvk: str) -> StatusError | None:
+    """The 500 kube-apiserver answers an apply configuration with fields its kind's schema
+    lacks, whatever the ``fieldValidation`` (structured-merge-diff refuses them while typing
+    the patch: internal/structuredmerge.go ``failed to create typed patch object``; errors as
+    typed/helpers.go ``ValidationErrors.Error``: one as is, several as ``errors:`` lines), or
+    ``None``. ``gvk``: ``apps/v1, Kind=Deployment``. Objects inside lists are not looked
+    into."""
+    unknown = sorted(_undeclared(config, fields, ""))
+    if not unknown:
+        return None
+    errors = [f"{path}: field not declared in schema" for path in unknown]
+    text = errors[0] if len(errors) == 1 else "\n".join(["errors:", *("  " + e for e in errors)])
+    return status.plain_error(f"failed to create typed patch object ({object_where(config)}; "
+                              f"{gvk}): {text}")

@@ -3,7 +3,7 @@
 For the real control plane (:class:`~informers.testing.control_plane.ControlPlane`) what
 controller-runtime's ``envtest`` does with ``CRDInstallOptions`` (``pkg/envtest/crd.go`` at
 v0.23.0): read the ``CustomResourceDefinition`` documents of files and folders
-(:func:`~informers.testing.crds.read_crds`, envtest's ``Paths``), create each one or, if it
+(:func:`read_crds`, envtest's ``Paths``), create each one or, if it
 exists, update it (``CreateCRDs``), then poll until each is ``Established`` and every served
 version's resource is in discovery (``WaitForCRDs``: ``PollInterval`` 100 ms, ``MaxTime``
 10 s by default). The embedded :class:`~informers.testing.ApiServer` does the same at start
@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 from collections.abc import Iterable
 from typing import Any
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import StatusError
-from informers.testing.crds import read_crds
 from informers.testing.errors import ControlPlaneError
+from informers.yaml_loader import YAMLLoadError, load_all_yaml
 
-__all__ = ["DEFAULT_MAX_WAIT", "DEFAULT_POLL_INTERVAL", "install_crds", "uninstall_crds"]
+__all__ = ["DEFAULT_MAX_WAIT", "DEFAULT_POLL_INTERVAL", "install_crds", "read_crds",
+           "uninstall_crds"]
 
 DEFAULT_POLL_INTERVAL = 0.1
 """Seconds between checks (envtest ``crd.go`` ``defaultPollInterval = 100 * time.Millisecond``)."""
@@ -148,3 +150,42 @@ def uninstall_crds(api: Any, crds: Iterable[dict[str, Any]]) -> None:
         except StatusError as err:
             if err.code != 404:
                 raise
+
+
+_CRD_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+def read_crds(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The ``CustomResourceDefinition`` documents of ``paths``, in order: a file, or a folder
+    whose ``.json``, ``.yaml`` and ``.yml`` files are read in name order (not recursively),
+    as envtest's ``CRDInstallOptions.Paths`` (``CRDDirectoryPaths``) reads them. Other kinds
+    of documents are skipped, as there.
+
+    Raises:
+        FileNotFoundError: a path does not exist (envtest's ``ErrorIfPathMissing``).
+        ValueError: a file is not YAML, or a document is not a mapping.
+    """
+    found: list[dict[str, Any]] = []
+    for raw in paths:
+        path = pathlib.Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir()
+                           if p.is_file() and p.suffix in _CRD_FILE_SUFFIXES)
+        elif path.exists():
+            files = [path]
+        else:
+            raise FileNotFoundError(f"CRD path {str(path)!r} does not exist")
+        for file in files:
+            try:
+                documents = load_all_yaml(file.read_bytes(), str(file))
+            except YAMLLoadError as err:
+                raise ValueError(f"{file}: not YAML: {err}") from None
+            for index, doc in enumerate(documents):
+                if doc is None:
+                    continue
+                if not isinstance(doc, dict):
+                    raise ValueError(f"{file}: document {index} is not a mapping")
+                if (doc.get("kind") == "CustomResourceDefinition"
+                        and str(doc.get("apiVersion", "")).startswith("apiextensions.k8s.io/")):
+                    found.append(doc)
+    return found

@@ -34,9 +34,6 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import os
-import pathlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,7 +48,6 @@ from informers.testing.resources import (
 )
 from informers.testing.storage import Entry, Storage
 from informers.testing.validation import Cause, _dns1123_label, _dns1123_subdomain
-from informers.yaml_loader import YAMLLoadError, load_all_yaml
 
 
 class _Writer(Protocol):
@@ -66,7 +62,7 @@ class _Writer(Protocol):
 
     def now(self) -> str: ...
 
-__all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors", "read_crds"]
+__all__ = ["CRD_RESOURCE", "CustomResourceType", "CustomResources", "crd_errors"]
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 """The finalizer kube-apiserver puts on every CRD (``apiextensions/v1``
@@ -313,6 +309,7 @@ class CustomResources:
         self._storage = storage
         self._strategy: _Writer | None = None
         self._served: dict[str, list[CustomResourceType]] = {}  # by CRD name
+        self._served_specs: dict[str, Any] = {}  # the spec each CRD is served by
         registry.add(CRD_RESOURCE)
 
     def attach(self, strategy: _Writer) -> None:
@@ -507,11 +504,18 @@ class CustomResources:
                 if isinstance(scale_spec, dict) else None,
             ))
         before = {rt.version: rt.schema for rt in self._served.get(crd["metadata"]["name"], [])}
+        previous = self._served_specs.get(crd["metadata"]["name"])
         self._unserve(crd["metadata"]["name"])
         for rt in rts:
             self._registry.add(rt)
         self._served[crd["metadata"]["name"]] = rts
         self._default_on_read(rts, before)
+        self._served_specs[crd["metadata"]["name"]] = copy.deepcopy(spec)
+        if rts and previous is not None and previous != spec:
+            # crdHandler.updateCustomResourceDefinition: a changed spec tears down the
+            # resource's storage (its open watches end) and its new watch cache starts now:
+            # older resourceVersions answer 410 "too old resource version"
+            self._storage.collection(rts[0]).restart(self._storage.rv)
 
     def _default_on_read(self, rts: list[CustomResourceType],
                          before: dict[str, dict[str, Any] | None]) -> None:
@@ -534,6 +538,7 @@ class CustomResources:
         self._storage.rewrite(rt, default)
 
     def _unserve(self, crd_name: str) -> None:
+        self._served_specs.pop(crd_name, None)
         for rt in self._served.pop(crd_name, []):
             self._registry.remove(rt)
 
@@ -588,48 +593,23 @@ class CustomResources:
         if rt.scale is not None:  # validator.go ValidateScaleSpec, ValidateScaleStatus
             causes.extend(scale.custom_scale_errors(rt.scale, obj,
                                                     spec=subresource != "status"))
-        if not causes and rt.rules is not None:
-            causes.extend(cel_rules.evaluate(rt.rules, obj, old))
+        if rt.rules:  # cel.NewValidator: none for a schema without rules
+            if any(cause[0] in _BLOCKING for cause in causes):
+                causes.append(_RULES_NOT_CHECKED)
+            else:
+                causes.extend(cel_rules.evaluate(rt.rules, obj, old))
         if causes:
             raise status.invalid(rt.kind, rt.group, (obj.get("metadata") or {}).get("name")
                                  or "", causes)
 
 
 
-_CRD_FILE_SUFFIXES = (".json", ".yaml", ".yml")
-
-
-def read_crds(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """The ``CustomResourceDefinition`` documents of ``paths``, in order: a file, or a folder
-    whose ``.json``, ``.yaml`` and ``.yml`` files are read in name order (not recursively),
-    as envtest's ``CRDInstallOptions.Paths`` (``CRDDirectoryPaths``) reads them. Other kinds
-    of documents are skipped, as there.
-
-    Raises:
-        FileNotFoundError: a path does not exist (envtest's ``ErrorIfPathMissing``).
-        ValueError: a file is not YAML, or a document is not a mapping.
-    """
-    found: list[dict[str, Any]] = []
-    for raw in paths:
-        path = pathlib.Path(raw)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir()
-                           if p.is_file() and p.suffix in _CRD_FILE_SUFFIXES)
-        elif path.exists():
-            files = [path]
-        else:
-            raise FileNotFoundError(f"CRD path {str(path)!r} does not exist")
-        for file in files:
-            try:
-                documents = load_all_yaml(file.read_bytes(), str(file))
-            except YAMLLoadError as err:
-                raise ValueError(f"{file}: not YAML: {err}") from None
-            for index, doc in enumerate(documents):
-                if doc is None:
-                    continue
-                if not isinstance(doc, dict):
-                    raise ValueError(f"{file}: document {index} is not a mapping")
-                if (doc.get("kind") == "CustomResourceDefinition"
-                        and str(doc.get("apiVersion", "")).startswith("apiextensions.k8s.io/")):
-                    found.append(doc)
-    return found
+# apiextensions-apiserver pkg/registry/customresource/strategy.go hasBlockingErr: after one of
+# these schema errors (type, maxLength, maxItems, required, enum) the CEL rules are not run,
+# and this cause (field.Invalid(nil, nil, ...): no path, a null value) says so.
+_BLOCKING = ("FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+             "FieldValueTooMany", "FieldValueTypeInvalid")
+_RULES_NOT_CHECKED: Cause = (
+    "FieldValueInvalid", "<nil>", "Invalid value: null: some validation rules were not "
+    "checked because the object was invalid; correct the existing errors to complete "
+    "validation")

@@ -5,9 +5,9 @@ the ``SetDefaults_*`` functions of ``k8s.io/kubernetes/pkg/apis/<group>/v1/defau
 ``zz_generated.defaults.go`` calls them; :func:`apply_defaults` is that step for the kinds the
 embedded server serves. What a registry or an admission plugin adds after decoding is here too,
 named by its source, for the strategy to call at the right moment: a Service's IP families
-(the service REST storage, :func:`default_ip_families`) and the keys of apply
-configurations (:func:`default_list_keys`); a pod's admission defaults and QoS class are
-:mod:`informers.testing.pod_admission`'s.
+(the service REST storage, :func:`default_ip_families`); a pod's admission defaults and QoS
+class are :mod:`informers.testing.pod_admission`'s. (Server-side apply keys list items by
+their keys' defaults itself: :mod:`informers.testing.apply`.)
 
 Not covered: quantities are kept as sent (kube-apiserver writes them in canonical form:
 ``1000m`` becomes ``1``), ``PodLevelResources`` pod-level requests, image volumes, the
@@ -25,7 +25,7 @@ import base64
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-__all__ = ["apply_defaults", "default_ip_families", "default_list_keys", "dicts", "set_default"]
+__all__ = ["apply_defaults", "default_ip_families", "dicts", "set_default"]
 
 def dicts(value: Any) -> Iterator[dict[str, Any]]:
     """The dict items of a list (anything else yields nothing: field validation answers it)."""
@@ -462,29 +462,3 @@ def apply_defaults(group: str, plural: str, obj: dict[str, Any]) -> None:
     defaulter = _DEFAULTERS.get((group, plural))
     if defaulter is not None:
         defaulter(obj)
-
-
-def default_list_keys(group: str, plural: str, config: dict[str, Any]) -> None:
-    """Give the items of the lists keyed by ``protocol`` (a Service's ports, keyed by
-    ``port`` and ``protocol``; a container's, by ``containerPort`` and ``protocol``) their
-    default ``TCP`` when an apply configuration leaves it out: structured-merge-diff keys
-    such items by the schema's default, so ``{port: 80}`` is the item ``{port: 80, protocol:
-    TCP}`` the server defaulted, not a new one."""
-    if (group, plural) == ("", "services"):
-        spec = config.get("spec")
-        ports = spec.get("ports") if isinstance(spec, dict) else None
-        for port in dicts(ports):
-            port.setdefault("protocol", "TCP")
-        return
-    spec = config.get("spec")
-    if not isinstance(spec, dict):
-        return
-    if plural != "pods":
-        template = spec.get("template")
-        spec = template.get("spec") if isinstance(template, dict) else None
-        if not isinstance(spec, dict):
-            return
-    for key in ("initContainers", "containers"):
-        for container in dicts(spec.get(key)):
-            for port in dicts(container.get("ports")):
-                port.setdefault("protocol", "TCP")

@@ -19,6 +19,7 @@ import yaml
 from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
+from informers.testing.apply import undeclared_fields
 from informers.testing.codec import JSONDecodeError, dumps, loads
 from informers.testing.faults import Faults
 from informers.testing.options import (
@@ -34,6 +35,7 @@ from informers.testing.options import (
 )
 from informers.testing.request_info import RequestInfo
 from informers.testing.resources import ResourceRegistry, ResourceType
+from informers.testing.schemas import Fields
 from informers.testing.storage import Entry, Snapshot, Storage, object_key, splice
 from informers.testing.strategy import (
     JSON_PATCH,
@@ -102,6 +104,27 @@ def _yaml_object(raw: bytes) -> Any:
         return yaml.load(raw.decode("utf-8"), Loader=loader)
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise status.bad_request(f"error decoding YAML: {err}") from None
+
+
+def decode_apply(query: dict[str, str], raw: bytes) -> tuple[str, bool, dict[str, Any]]:
+    """An apply request's field manager, ``force`` and configuration (JSON or YAML).
+
+    Raises:
+        StatusError: 422 without a ``fieldManager``, 400 for a body that is not an object.
+    """
+    manager = query.get("fieldManager", "")
+    if not manager:
+        raise status.invalid("PatchOptions", "meta.k8s.io", "", [
+            ("FieldValueRequired", "fieldManager", "Required value: is required for "
+             "apply patch")])
+    force = query.get("force", "") == "true"
+    try:  # JSON (what kubectl sends) is YAML; the JSON decoder is the fast path
+        config = loads(raw) if raw.strip() else None
+    except JSONDecodeError:
+        config = _yaml_object(raw)
+    if not isinstance(config, dict):
+        raise status.bad_request("the body of an apply patch must be an object")
+    return manager, force, config
 
 
 @dataclass
@@ -376,22 +399,17 @@ class Endpoints:
                 f"include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}, {APPLY_PATCH}"
             )
 
-    def apply(self, info: RequestInfo, query: dict[str, str], raw: bytes) -> Response:
-        """Server-side apply (:mod:`informers.testing.apply`): 201 when it created."""
+    def apply(self, info: RequestInfo, query: dict[str, str], raw: bytes,
+              fields: Fields | None = None) -> Response:
+        """Server-side apply (:mod:`informers.testing.apply`): 201 when it created. A
+        configuration with fields ``fields`` (the kind's field tree; ``None``: not checked)
+        lacks is kube-apiserver's 500, whatever the ``fieldValidation``."""
         rt = info.rt
         assert rt is not None
-        manager = query.get("fieldManager", "")
-        if not manager:
-            raise status.invalid("PatchOptions", "meta.k8s.io", "", [
-                ("FieldValueRequired", "fieldManager", "Required value: is required for "
-                 "apply patch")])
-        force = query.get("force", "") == "true"
-        try:  # JSON (what kubectl sends) is YAML; the JSON decoder is the fast path
-            config = loads(raw) if raw.strip() else None
-        except JSONDecodeError:
-            config = _yaml_object(raw)
-        if not isinstance(config, dict):
-            raise status.bad_request("the body of an apply patch must be an object")
+        manager, force, config = decode_apply(query, raw)
+        error = undeclared_fields(config, fields, f"{rt.group}/{rt.version}, Kind={rt.kind}")
+        if error is not None:
+            raise error
         entry, created = self.strategy.apply(
             rt, info.namespace or "", info.name, config, manager=manager, force=force,
             dry_run=self._dry_run(query, "PatchOptions"), subresource=info.subresource or "")

@@ -181,16 +181,19 @@ class FieldValidator:
         self.schemas = schemas
 
     def decode(
-        self, raw: bytes, content_type: str, rt: ResourceType, mode: str
+        self, raw: bytes, content_type: str, rt: ResourceType, mode: str,
+        fields: Fields | None = None,
     ) -> tuple[Any, list[str]]:
         """A create or update body (JSON or YAML) with unknown fields dropped, and the
-        warnings to answer.
+        warnings to answer. ``fields``: the tree to check against instead of ``rt``'s (a
+        ``Scale``).
 
         Raises:
             StatusError: 400 for malformed input, or for unknown or duplicate fields under
                 ``Strict``.
         """
-        fields = self.schemas.fields(rt)
+        if fields is None:
+            fields = self.schemas.fields(rt)
         if content_type == "application/json" and mode != IGNORE:
             body, duplicated = _parse_checked(raw)
             if not duplicated and fields.clean(body):
@@ -225,19 +228,20 @@ class FieldValidator:
 
     def patched_check(
         self, rt: ResourceType, content_type: str, patch: Any, duplicates: list[str],
-        mode: str, warnings: list[str],
+        mode: str, warnings: list[str], fields: Fields | None = None,
     ) -> Callable[[dict[str, Any]], dict[str, Any]]:
         """The check of a patch's result (with ``kind`` and ``apiVersion``), run before it is
         stored: it returns the object without unknown fields, or raises the 422 of
-        ``Strict``; under ``Warn`` it appends the messages to ``warnings``."""
+        ``Strict``; under ``Warn`` it appends the messages to ``warnings``. ``fields``: the
+        tree to check against instead of ``rt``'s."""
 
-        fields = self.schemas.fields(rt)
+        tree = self.schemas.fields(rt) if fields is None else fields
 
         def check(patched: dict[str, Any]) -> dict[str, Any]:
-            if not duplicates and fields.clean(patched):
+            if not duplicates and tree.clean(patched):
                 return patched
             walk = _Walk(rt.builtin)
-            pruned = walk.value(patched, self.schemas.fields(rt), "")
+            pruned = walk.value(patched, tree, "")
             messages = duplicates + (walk.unknown if rt.builtin else sorted(walk.unknown))
             if messages and mode == STRICT:
                 raise _patch_error(rt, content_type, patch, patched, messages)

@@ -10,26 +10,27 @@ the request log.
 
 from __future__ import annotations
 
-import email.parser
-import hashlib
-import http.client
-import json
 import logging
-import re
 import socket
 import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from informers.clock import Clock
 from informers.errors import StatusError
-from informers.testing import access, protobuf, scale, status, tables
+from informers.testing import (
+    access,
+    discovery_endpoint,
+    protobuf,
+    scale_endpoint,
+    status,
+    table_endpoint,
+    tables,
+)
 from informers.testing.admission import RequestScope, request_scope
 from informers.testing.conversion import (
-    Conversion,
     ConvertingWatchWriter,
     convert_body,
     needs_conversion,
@@ -37,24 +38,17 @@ from informers.testing.conversion import (
 from informers.testing.crds import is_builtin_group
 from informers.testing.endpoints import (
     APPLY_PATCH,
-    Endpoints,
     Response,
     decode_body,
     media_type,
     status_response,
 )
-from informers.testing.faults import Faults
-from informers.testing.field_validation import FieldValidator, directive, warning_header
-from informers.testing.openapi import OpenAPI
+from informers.testing.field_validation import directive, warning_header
 from informers.testing.options import ListOptions
+from informers.testing.request_headers import Headers, parse_headers
 from informers.testing.request_info import RequestInfo, resolve
-from informers.testing.requestlog import RequestLog, RequestRecord
-from informers.testing.resources import (
-    AGGREGATED_DISCOVERY,
-    ResourceRegistry,
-    ResourceType,
-    wants_aggregated_discovery,
-)
+from informers.testing.requestlog import RequestRecord
+from informers.testing.server_app import ServerApp
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
 __all__ = ["ApiHTTPServer", "Headers", "RequestHandler", "ServerApp"]
@@ -74,35 +68,6 @@ _REASONS = {
     422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
     503: "Service Unavailable", 504: "Gateway Timeout",
 }
-
-
-class ServerApp(Protocol):
-    """What the handler needs from ``ApiServer``."""
-
-    token: str
-    registry: ResourceRegistry
-    endpoints: Endpoints
-    openapi: OpenAPI
-    field_validator: FieldValidator
-    conversion: Conversion
-    faults: Faults
-    request_log_store: RequestLog
-    clock: Clock
-    max_request_body_bytes: int
-    header_read_timeout: float
-    idle_timeout: float
-    stopping: threading.Event
-
-    @property
-    def server_address(self) -> str: ...
-
-    def connection_opened(self, connection: socket.socket) -> None: ...
-
-    def connection_closed(self, connection: socket.socket) -> None: ...
-
-    def watch_opened(self, handle: WatchHandle) -> None: ...
-
-    def watch_closed(self, handle: WatchHandle) -> None: ...
 
 
 class ApiHTTPServer(ThreadingHTTPServer):
@@ -140,30 +105,6 @@ class ApiHTTPServer(ThreadingHTTPServer):
                 connection, server_side=True, do_handshake_on_connect=False
             )
         return connection, address
-
-
-class Headers(dict[str, str]):
-    """Request headers by lower-case name, with the values ``email.message.Message.get``
-    answers for ``http.client.parse_headers``'s result (the first of repeated names wins);
-    :meth:`get` takes any case. :meth:`RequestHandler.parse_request` fills it without the
-    ``email`` package for ordinary header blocks, in about a third of the time per request."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return dict.get(self, name.lower(), default)
-
-
-_HEADER_NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+:")
-"""A header line's name and colon (the ``email`` feed parser's ``headerRE``, name not empty)."""
-
-
-def _parse_headers_as_email(lines: list[bytes]) -> Headers:
-    """What the standard library makes of an unusual header block."""
-    message = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(
-        b"".join(lines).decode("iso-8859-1"))
-    headers = Headers()
-    for name, value in message.items():
-        headers.setdefault(name.lower(), value)
-    return headers
 
 
 class _Chunks:
@@ -345,29 +286,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 break
         if self._timed:
             self.connection.settimeout(None)
-        headers = Headers()
-        name = ""
-        value: list[str] = []
-        for raw in lines[:-1]:
-            text = raw.decode("iso-8859-1")
-            content = text[:-2] if text.endswith("\r\n") else text.rstrip("\n")
-            if "\r" in content:  # the email parser splits lines at a bare CR too
-                return _parse_headers_as_email(lines)
-            if text[0] in " \t":  # a folded continuation line
-                if not name:
-                    return _parse_headers_as_email(lines)
-                value.append(text)
-                continue
-            match = _HEADER_NAME.match(text)
-            if match is None or text.startswith("From "):
-                return _parse_headers_as_email(lines)
-            if name:
-                headers.setdefault(name, "".join(value).rstrip("\r\n"))
-            name = text[:match.end() - 1].lower()
-            value = [text[match.end():].lstrip(" \t")]
-        if name:
-            headers.setdefault(name, "".join(value).rstrip("\r\n"))
-        return headers
+        return parse_headers(lines)
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -518,16 +437,11 @@ class RequestHandler(BaseHTTPRequestHandler):
         self, app: ServerApp, info: RequestInfo, query: dict[str, str], raw: bytes
     ) -> Response | None:
         if not info.is_resource:
-            if self.command not in ("GET", "HEAD"):
-                raise status.method_not_allowed()
-            if info.path.startswith("/openapi/"):
-                return app.openapi.serve(
-                    info.path, query, self.headers.get("Accept", ""),
-                    self.headers.get("If-None-Match", ""), app.clock.wall())
-            if info.path.rstrip("/") in ("/api", "/apis") and wants_aggregated_discovery(
-                    self.headers.get("Accept", "")):
-                return _aggregated_discovery(app.registry, info.path.rstrip("/") == "/api")
-            return app.endpoints.discovery(info.path, app.server_address)
+            return discovery_endpoint.serve(
+                self.command, info.path, query, self.headers.get("Accept", ""),
+                self.headers.get("If-None-Match", ""), openapi=app.openapi,
+                registry=app.registry, endpoints=app.endpoints,
+                server_address=app.server_address, now=app.clock.wall())
         if info.unknown or info.extra_parts or info.rt is None:
             if info.group and not is_builtin_group(info.group):
                 # No API installed for the group (a CRD's group once it is gone, a CRD
@@ -562,9 +476,11 @@ class RequestHandler(BaseHTTPRequestHandler):
         if verb not in rt.verbs:
             raise status.method_not_allowed()
         if info.subresource == "scale":
-            return self._scale(app, info, query, raw)
+            return scale_endpoint.serve(
+                endpoints, app.field_validator, info, query, raw,
+                media_type(self.headers.get("Content-Type")), self._manager(query))
         if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
-            return self._table(app, info, query)
+            return table_endpoint.serve(app.endpoints, info, query, app.clock.wall())
         if verb == "get":
             return endpoints.get(info, query)
         if verb == "list":
@@ -602,7 +518,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         if verb == "patch":
             endpoints.check_patch_type(content_type)
             if content_type == APPLY_PATCH:
-                return endpoints.apply(info, query, raw)
+                return endpoints.apply(info, query, raw, app.field_validator.schemas.fields(rt)
+                                       if rt.builtin and app.field_validator.schemas.complete
+                                       else None)
             mode = directive(query, verb)
             patch, duplicates = app.field_validator.decode_patch(raw, content_type, rt, mode)
             warnings = []
@@ -627,55 +545,22 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _manager(self, query: dict[str, str]) -> str:
         """The field manager of a write: ``fieldManager``, else the User-Agent up to its
-        first ``/`` (apiserver/pkg/endpoints/handlers/rest.go ``prefixFromUserAgent``)."""
-        return query.get("fieldManager") or (self.headers.get("User-Agent") or "").split("/")[0]
-
-    def _scale(self, app: ServerApp, info: RequestInfo, query: dict[str, str],
-                raw: bytes) -> Response:
-        """``.../<name>/scale`` (:mod:`.scale`): GET, PUT and JSON/merge/strategic PATCH."""
-        rt = info.rt
-        assert rt is not None
-        endpoints = app.endpoints
-        namespace = info.namespace or ""
-        if info.verb == "get":
-            return Response(200, scale.get(endpoints.storage, rt, namespace, info.name))
-        if info.verb not in ("update", "patch") or not info.name:
-            raise status.method_not_allowed()
-        content_type = media_type(self.headers.get("Content-Type")) or "application/json"
-        dry_run = Endpoints._dry_run(query)  # the same dryRun check as every write
-        manager = self._manager(query)
-        if info.verb == "update":
-            if content_type not in ("application/json", "application/yaml"):
-                raise status.unsupported_media_type(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json, application/yaml")
-            return Response(200, scale.update(
-                endpoints.storage, endpoints.strategy, rt, namespace, info.name,
-                body=decode_body(raw, content_type), dry_run=dry_run, manager=manager))
-        endpoints.check_patch_type(content_type)
-        if content_type == APPLY_PATCH:
-            raise status.unsupported_media_type(
-                "the embedded server does not apply to the scale subresource")
-        return Response(200, scale.update(
-            endpoints.storage, endpoints.strategy, rt, namespace, info.name,
-            patch_type=content_type, patch=decode_body(raw, "application/json"),
-            dry_run=dry_run, manager=manager))
-
-    def _table(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> Response:
-        """A get or list answered as a ``meta.k8s.io/v1`` Table (:mod:`.tables`)."""
-        rt = info.rt
-        assert rt is not None
-        if info.verb == "get":
-            obj = json.loads(app.endpoints.get(info, query).body)
-            objects, meta = [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-        else:
-            listed = json.loads(app.endpoints.list(info, ListOptions.parse(query)).body)
-            objects = [{"kind": rt.kind, "apiVersion": rt.api_version, **item}
-                       for item in listed.get("items", [])]
-            meta = listed.get("metadata", {})
-        table = tables.table_of(rt.group, rt.plural, objects, meta, app.clock.wall(), query,
-                                custom_columns=_custom_columns(rt))
-        return Response(200, json.dumps(table, separators=(",", ":")).encode())
+        first ``/`` (apiserver/pkg/endpoints/handlers/create.go ``prefixFromUserAgent``:
+        printable characters, at most 128 bytes), else ``unknown``
+        (managedfields/internal/buildmanagerinfo.go)."""
+        manager = query.get("fieldManager")
+        if manager:
+            return manager
+        agent = (self.headers.get("User-Agent") or "").split("/")[0]
+        prefix = b""
+        for char in agent:
+            encoded = char.encode()
+            if not char.isprintable():
+                continue
+            if len(prefix) + len(encoded) > 128:  # validation.FieldManagerMaxLength
+                break
+            prefix += encoded
+        return prefix.decode() or "unknown"
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)
@@ -715,23 +600,11 @@ class RequestHandler(BaseHTTPRequestHandler):
                 writer = ConvertingWatchWriter(writer, app.conversion, info.rt)
             if tables.wants_table(self.headers.get("Accept", "")):
                 writer = tables.TableWatchWriter(writer, info.rt.group, info.rt.plural, query,
-                                                 app.clock.wall, _custom_columns(info.rt))
+                                                 app.clock.wall,
+                                                 table_endpoint.custom_columns(info.rt))
             stream.serve(writer, handle)
         finally:
             app.watch_closed(handle)
         if handle.dropped:
             self.close_connection = True
 
-
-def _custom_columns(rt: ResourceType) -> tuple[dict[str, Any], ...] | None:
-    """A custom resource's printer columns (``None``: a built-in kind's printer)."""
-    return None if rt.builtin else tuple(getattr(rt, "printer_columns", ()))
-
-
-def _aggregated_discovery(registry: ResourceRegistry, core: bool) -> Response:
-    """The aggregated discovery document with kube-apiserver's headers (an ``Etag`` of the
-    body's SHA-512, ``Vary: Accept``, ``Cache-Control: public``)."""
-    body = json.dumps(registry.aggregated_discovery(core), separators=(",", ":")).encode()
-    return Response(200, body, [
-        ("Content-Type", AGGREGATED_DISCOVERY), ("Cache-Control", "public"),
-        ("Etag", f'"{hashlib.sha512(body).hexdigest().upper()}"'), ("Vary", "Accept")])

@@ -46,7 +46,9 @@ class Shape:
     (items ``elem``), ``scalar`` or ``any`` (unknown: deduced from the value). For a list,
     ``list_type`` is ``atomic``, ``set`` or ``map`` (keys ``keys``); ``strategy`` and
     ``merge_key`` are the field's strategic merge patch rules (on lists and maps alike).
-    ``atomic`` marks a struct or map replaced whole by apply.
+    ``atomic`` marks a struct or map replaced whole by apply. ``default`` is the published
+    ``default`` of a field that keys an associative list (``None``: none): server-side apply
+    keys an item that leaves the field out by it.
     """
 
     kind: str = "any"
@@ -57,6 +59,7 @@ class Shape:
     strategy: str = ""
     merge_key: str = ""
     atomic: bool = False
+    default: Any = None
 
     def child(self, name: str) -> Shape:
         """The shape of field or map key ``name`` (:data:`ANY` when unknown)."""
@@ -80,7 +83,7 @@ def _with_rules(shape: Shape, rules: dict[str, Any]) -> Shape:
     strategy = str(rules.get("x-kubernetes-patch-strategy", ""))
     merge_key = str(rules.get("x-kubernetes-patch-merge-key", ""))
     result = Shape(shape.kind, shape.fields, shape.elem, shape.list_type, shape.keys,
-                   strategy, merge_key, shape.atomic)
+                   strategy, merge_key, shape.atomic, rules.get("default"))
     if shape.kind == "list":
         list_type = rules.get("x-kubernetes-list-type")
         if list_type in ("atomic", "set", "map"):

@@ -15,30 +15,44 @@ GET, PUT and PATCH with a ``Scale``:
   (a CRD: the string at ``labelSelectorPath``), omitted when empty.
 
 A write turns the parent into its scale, applies the request to the scale (PUT replaces it,
-PATCH patches its JSON), validates it (``autoscaling/validation`` ``ValidateScale``:
-``spec.replicas`` not negative, 422 ``Scale.autoscaling``; a custom resource is validated as
-an update of itself instead, with ``ValidateScaleSpec``'s ``.spec.replicas ... should be a
-non-negative integer``), copies ``spec.replicas`` back and stores the parent as a normal update
-(generation, validation, managed fields with ``subresource: scale``). A ``resourceVersion``
-in the scale is the parent's precondition (409 ``Conflict`` on the parent resource when
-stale); none makes the write unconditional.
-
-Not served here: ``application/apply-patch+yaml`` on ``scale`` (415), and field validation of
-the ``Scale`` body (unknown fields are ignored).
+PATCH patches its JSON, server-side apply merges the configuration into it), validates it
+(``autoscaling/validation`` ``ValidateScale``: ``spec.replicas`` not negative, 422
+``Scale.autoscaling``; a custom resource is validated as an update of itself instead, with
+``ValidateScaleSpec``'s ``.spec.replicas ... should be a non-negative integer``), copies
+``spec.replicas`` back and stores the parent as a normal update (generation, validation).
+Managed fields are those of the scale, converted from and back to the parent's by
+:mod:`informers.testing.scale_fields` (entries with ``subresource: scale``). A
+``resourceVersion`` in the scale is the parent's precondition (409 ``Conflict`` on the parent
+resource when stale); none makes the write unconditional. An apply to a custom resource's scale
+is refused with kube-apiserver v1.36.3's 500 once it passes the conflict check (its field
+manager cannot convert a ``Scale`` with the CRD's converter). The ``fieldValidation`` of
+``Scale`` bodies is :mod:`informers.testing.scale_endpoint`'s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from informers.testing import status, tables
+from informers.testing.apply import apply_object, record_update, sort_entries
 from informers.testing.codec import dumps
 from informers.testing.patch import PatchError, apply_json_patch, apply_merge_patch
 from informers.testing.resources import ResourceType, ScalePaths
+from informers.testing.scale_fields import (
+    SCALE_API_VERSION,
+    SCALE_SHAPE,
+    apply_errors,
+    custom_apply_message,
+    replicas_path,
+    to_parent,
+    to_subresource,
+)
+from informers.testing.schemas import Schemas
 from informers.testing.storage import Entry, Storage, object_key
 from informers.testing.validation import Cause
 
-__all__ = ["custom_scale_errors", "get", "scale_of", "update"]
+__all__ = ["apply", "custom_scale_errors", "get", "scale_of", "update"]
 
 JSON_PATCH = "application/json-patch+json"
 
@@ -50,6 +64,8 @@ class Strategy(Protocol):
     def update(self, rt: ResourceType, namespace: str, name: str, obj: Any, *,
                subresource: str = "", seeding: bool = False, dry_run: bool = False,
                manager: str = "") -> Entry: ...
+
+    def now(self) -> str: ...
 
 
 _INVALID_SPEC_REPLICAS = -2147483648
@@ -132,49 +148,115 @@ def get(storage: Storage, rt: ResourceType, namespace: str, name: str) -> bytes:
 
 def update(storage: Storage, strategy: Strategy, rt: ResourceType, namespace: str, name: str, *,
            body: Any = None, patch_type: str = "", patch: Any = None,
-           dry_run: bool = False, manager: str = "") -> bytes:
+           dry_run: bool = False, manager: str = "",
+           check: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> bytes:
     """PUT (``body``, a decoded ``Scale``) or PATCH (``patch_type`` and ``patch``) of
-    ``.../<name>/scale``; answers the parent's new scale. Holds the storage lock from the
-    read of the parent to its write."""
-    paths = _paths(rt)
+    ``.../<name>/scale``; answers the parent's new scale. ``check`` sees a patched scale
+    (the ``fieldValidation`` of a patch) and returns what to write. Holds the storage lock
+    from the read of the parent to its write."""
     with storage.lock:
-        entry = storage.get(rt, object_key(rt, namespace, name))
-        if entry is None:
-            raise status.not_found(rt.plural, rt.group, name)
-        parent = entry.decode()
-        old_scale, found = scale_of(parent, paths)
-        if not found and not paths.builtin:
-            old_scale["spec"]["replicas"] = _INVALID_SPEC_REPLICAS
+        parent, old_scale = _read(storage, rt, namespace, name)
         if patch_type:
             scale = _patched(old_scale, patch_type, patch, name)
+            if check is not None:
+                scale = check(scale)
         else:
             scale = _checked_body(body, name, namespace if rt.namespaced else "")
-        replicas = _replicas(scale)
-        if paths.builtin:
-            if replicas < 0:
-                raise status.invalid("Scale", "autoscaling", name, [(
-                    "FieldValueInvalid", "spec.replicas",
-                    f"Invalid value: {replicas}: must be greater than or equal to 0")])
-            uid = (scale.get("metadata") or {}).get("uid")
-            if uid and uid != parent["metadata"].get("uid"):
-                raise status.conflict(
-                    f"{rt.plural}/scale", rt.group, name,
-                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                    f"{parent['metadata'].get('uid')}")
-        elif replicas == _INVALID_SPEC_REPLICAS:
+            scale = {**scale, "metadata": dict(scale.get("metadata") or {})}
+        meta = scale.setdefault("metadata", {})
+        if not isinstance(meta.get("managedFields"), list):  # none sent: unchanged
+            meta["managedFields"] = old_scale["metadata"]["managedFields"]
+        if manager:
+            record_update(old_scale, scale, SCALE_SHAPE, manager=manager,
+                          api_version=SCALE_API_VERSION, now=strategy.now(),
+                          has_status=False, subresource="scale")
+        return _write(strategy, rt, namespace, name, parent, scale, dry_run)
+
+
+def apply(storage: Storage, strategy: Strategy, rt: ResourceType, namespace: str, name: str,
+          config: dict[str, Any], *, manager: str, force: bool, dry_run: bool,
+          schemas: Schemas) -> bytes:
+    """Server-side apply of a ``Scale`` configuration to ``.../<name>/scale``
+    (:func:`informers.testing.apply.apply_object` over the scale, its managed fields
+    converted by :mod:`informers.testing.scale_fields`); answers the parent's new scale.
+
+    Raises:
+        StatusError: 404 for a missing parent, 400 for a configuration of another kind,
+            500 for unknown fields, 409 for a conflict without ``force``, and the errors of
+            a scale update.
+    """
+    with storage.lock:
+        parent, old_scale = _read(storage, rt, namespace, name)
+        if (config.get("apiVersion"), config.get("kind")) != (SCALE_API_VERSION, "Scale"):
+            group, _, version = str(config.get("apiVersion") or "").rpartition("/")
             raise status.bad_request(
-                f'the spec replicas field "{paths.spec_replicas}" cannot be empty')
-        _set_nested(parent, paths.spec_replicas, replicas)
-        rv = (scale.get("metadata") or {}).get("resourceVersion")
-        meta = parent["metadata"]
-        if rv:
-            meta["resourceVersion"] = rv
-        else:
-            meta.pop("resourceVersion", None)
-        parent = {"kind": rt.kind, "apiVersion": rt.api_version, **parent}
-        stored = strategy.update(rt, namespace, name, parent, subresource="scale",
-                                 dry_run=dry_run, manager=manager)
-        return dumps(scale_of(stored.decode(), paths)[0])
+                f"invalid object type: {group}/{version}, Kind={config.get('kind') or ''}")
+        error = apply_errors(config, schemas)
+        if error is not None:
+            raise error
+        scale = apply_object(old_scale, config, SCALE_SHAPE, manager=manager, force=force,
+                             api_version=SCALE_API_VERSION, now=strategy.now(),
+                             has_status=False, subresource="scale")
+        if not _paths(rt).builtin:  # after the conflicts, as kube-apiserver
+            raise status.plain_error(custom_apply_message(config))
+        return _write(strategy, rt, namespace, name, parent, scale, dry_run)
+
+
+def _read(storage: Storage, rt: ResourceType, namespace: str,
+          name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parent and its scale, with the parent's managed fields as the scale's
+    (``scaleUpdatedObjectInfo``: ``ToSubresource``)."""
+    paths = _paths(rt)
+    entry = storage.get(rt, object_key(rt, namespace, name))
+    if entry is None:
+        raise status.not_found(rt.plural, rt.group, name)
+    parent = entry.decode()
+    old_scale, found = scale_of(parent, paths)
+    if not found and not paths.builtin:
+        old_scale["spec"]["replicas"] = _INVALID_SPEC_REPLICAS
+    old_scale["metadata"]["managedFields"] = to_subresource(
+        parent["metadata"].get("managedFields") or [], replicas_path(paths.spec_replicas))
+    return parent, old_scale
+
+
+def _write(strategy: Strategy, rt: ResourceType, namespace: str, name: str,
+           parent: dict[str, Any], scale: dict[str, Any], dry_run: bool) -> bytes:
+    """Validate ``scale``, copy its replicas and managed fields (``ToParent``) to the parent
+    and store it."""
+    paths = _paths(rt)
+    replicas = _replicas(scale)
+    if paths.builtin:
+        if replicas < 0:
+            raise status.invalid("Scale", "autoscaling", name, [(
+                "FieldValueInvalid", "spec.replicas",
+                f"Invalid value: {replicas}: must be greater than or equal to 0")])
+        uid = (scale.get("metadata") or {}).get("uid")
+        if uid and uid != parent["metadata"].get("uid"):
+            raise status.conflict(
+                f"{rt.plural}/scale", rt.group, name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{parent['metadata'].get('uid')}")
+    elif replicas == _INVALID_SPEC_REPLICAS:
+        raise status.bad_request(
+            f'the spec replicas field "{paths.spec_replicas}" cannot be empty')
+    _set_nested(parent, paths.spec_replicas, replicas)
+    scale_meta = scale.get("metadata") or {}
+    rv = scale_meta.get("resourceVersion")
+    meta = parent["metadata"]
+    if rv:
+        meta["resourceVersion"] = rv
+    else:
+        meta.pop("resourceVersion", None)
+    entries = sort_entries(to_parent(
+        meta.get("managedFields") or [], scale_meta.get("managedFields") or [],
+        replicas_path(paths.spec_replicas), rt.api_version))
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
+    parent = {"kind": rt.kind, "apiVersion": rt.api_version, **parent}
+    stored = strategy.update(rt, namespace, name, parent, subresource="scale", dry_run=dry_run)
+    return dumps(scale_of(stored.decode(), paths)[0])
 
 
 def _checked_body(body: Any, name: str, namespace: str) -> dict[str, Any]:

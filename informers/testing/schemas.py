@@ -432,6 +432,13 @@ class Schemas:
 
     # -- field trees -------------------------------------------------------------------------
 
+    def object_meta_fields(self) -> Fields | None:
+        """The field tree of ``ObjectMeta`` (``None``: no table, anything goes)."""
+        if not self._loaded().types:
+            return None
+        with self._lock:
+            return self._tree("meta/v1.ObjectMeta", {})
+
     def fields(self, rt: ResourceType) -> Fields:
         """The field tree of ``rt``'s kind: a built-in kind's Go fields (plus ``apiVersion``
         and ``kind``), or, for custom resources and kinds the table lacks, an object that

@@ -23,7 +23,8 @@ from informers.testing.admission import Admission
 from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
 from informers.testing.conversion import Conversion
-from informers.testing.crds import CRD_RESOURCE, CustomResources, read_crds
+from informers.testing.crd_installer import read_crds
+from informers.testing.crds import CRD_RESOURCE, CustomResources
 from informers.testing.endpoints import Endpoints, Settings
 from informers.testing.faults import Faults, InjectedFailure
 from informers.testing.field_validation import FieldValidator
@@ -172,7 +173,7 @@ class ApiServer:
         namespaces: namespaces that exist at start.
         crds: CRD manifests installed at start: files, or folders whose ``.yaml``, ``.yml``
             and ``.json`` files are read (envtest's ``CRDDirectoryPaths``; see
-            :func:`informers.testing.crds.read_crds`). A missing path raises
+            :func:`informers.testing.crd_installer.read_crds`). A missing path raises
             ``FileNotFoundError``, an invalid CRD the API's 422 ``StatusError``.
         webhook_services: where webhook ``clientConfig.service`` references go, since no
             cluster DNS resolves them in a test process: ``"<namespace>/<name>:<port>"`` (or

@@ -163,6 +163,7 @@ class Collection:
         self.history: list[Change] = []
         self.first_seq = 0
         self.oldest_rv = oldest_rv
+        self.restarts = 0  # how many times restart() was called: watches started before end
         self.cond = threading.Condition(lock)
         self._keys: list[str] | None = None
         self._current: Snapshot | None = None
@@ -229,6 +230,13 @@ class Collection:
             for rv in [rv for rv in self._snapshots if rv < self.oldest_rv]:
                 del self._snapshots[rv]
         self.cond.notify_all()
+
+    def restart(self, rv: int) -> None:
+        """As a new watch cache (kube-apiserver's storage of a resource torn down and made
+        again): the history is forgotten at ``rv`` and the open watches end (their streams
+        finish cleanly, as a stopped cacher terminates its watchers)."""
+        self.restarts += 1
+        self.forget_history(rv)
 
     def forget_history(self, rv: int) -> None:
         """Drop every retained change: versions older than ``rv`` are gone."""

@@ -26,7 +26,7 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.apply import apply_object, record_update, same_managed_fields
-from informers.testing.defaults import apply_defaults, default_ip_families, default_list_keys
+from informers.testing.defaults import apply_defaults, default_ip_families
 from informers.testing.errors import PatchError
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
@@ -410,9 +410,6 @@ class Strategy:
             if current is not None:
                 live = {"kind": rt.kind, "apiVersion": rt.api_version,
                         **self._as_read(rt, current.decode())}
-            if rt.builtin:
-                config = copy.deepcopy(config)
-                default_list_keys(rt.group, rt.plural, config)
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,

@@ -211,6 +211,7 @@ class WatchStream:
         self._storage = storage
         self._rt = rt
         self._coll: Collection = storage.collection(rt)
+        self._restarts = self._coll.restarts
         self._namespace = namespace
         self._predicate = predicate
         self._opts = opts
@@ -364,6 +365,9 @@ class WatchStream:
                             clock.wait_condition(coll.cond, None)
                             continue
                         if self._pending or finishing or handle.has_malformed:
+                            break
+                        if coll.restarts != self._restarts:  # Collection.restart
+                            timed_out = True
                             break
                         if self._seq < coll.first_seq:
                             expired = True

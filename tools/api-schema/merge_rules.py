@@ -37,6 +37,29 @@ def component_name(go_type: str) -> str:
     return f"{prefix}.{version}.{name}" if version else f"{prefix}.{name}"
 
 
+def list_key_defaults(components: dict[str, dict]) -> dict[str, set[str]]:
+    """The fields, per component, that key the items of an associative list and have a
+    scalar ``default``: structured-merge-diff keys an item that leaves such a field out by
+    its default (typed/helpers.go ``keyedAssociativeListItemToPathElement``; kube-openapi
+    pkg/schemaconv copies each field's ``default``)."""
+    found: dict[str, set[str]] = {}
+    for schema in components.values():
+        for prop in schema.get("properties", {}).values():
+            keys = prop.get("x-kubernetes-list-map-keys")
+            if not keys:
+                continue
+            items = prop.get("items", {})
+            refs = [items.get("$ref")] + [a.get("$ref") for a in items.get("allOf", ())]
+            for ref in filter(None, refs):
+                item_name = ref.rsplit("/", 1)[-1]
+                props = components.get(item_name, {}).get("properties", {})
+                for key in keys:
+                    default = props.get(key, {}).get("default")
+                    if default is not None and not isinstance(default, (dict, list)):
+                        found.setdefault(item_name, set()).add(key)
+    return found
+
+
 def main() -> int:
     if len(sys.argv) > 1:
         spec_dir = Path(sys.argv[1])
@@ -48,6 +71,7 @@ def main() -> int:
     for path in sorted(spec_dir.glob("*.json")):
         components.update(json.loads(path.read_text()).get("components", {}).get("schemas", {}))
     types = json.loads(TABLE.read_text())["types"]
+    key_defaults = list_key_defaults(components)
     rules: dict[str, dict[str, dict]] = {}
     for go_type in sorted(types):
         schema = components.get(component_name(go_type))
@@ -60,6 +84,8 @@ def main() -> int:
             entry[""] = own
         for name, prop in sorted(schema.get("properties", {}).items()):
             found = {k: v for k, v in prop.items() if k in EXTENSIONS}
+            if name in key_defaults.get(component_name(go_type), ()):
+                found["default"] = prop["default"]
             if found:
                 entry[name] = found
         if entry:
