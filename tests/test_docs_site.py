@@ -276,7 +276,8 @@ MARKED = [page for page in pages() if examples(page)]
 
 def test_the_marked_pages_are_the_ones_expected() -> None:
     assert sorted(p.name for p in MARKED) == [
-        "crd-generation.md", "getting-started.md", "testing.md", "tutorial.md", "webhooks.md"]
+        "async.md", "crd-generation.md", "getting-started.md", "testing.md", "tutorial.md",
+        "webhooks.md"]
 
 
 @pytest.mark.slow

@@ -40,7 +40,9 @@ class AsyncSharedInformerFactory:
     Args:
         api_client: a ``kubernetes.client.ApiClient`` or ``Configuration``.
         namespace: watch one namespace; ``None`` for all.
-        label_selector, field_selector, tweak: set on every list and watch.
+        label_selector: set on every list and watch.
+        field_selector: set on every list and watch.
+        tweak: called with a copy of the options of every list and watch.
         options: every reflector's :class:`~informers.reflector_options.ReflectorOptions`.
         resync_period: every informer's resync period (``0``: none).
         drain_timeout: each informer's, see :data:`~informers.aio.informer.DEFAULT_DRAIN_TIMEOUT`.

@@ -289,8 +289,12 @@ class AsyncListWatch:
         transport: the :class:`AsyncTransport` (shared; not closed here).
         resource: a :class:`~informers.resources.Resource` or a name for
             :func:`~informers.resources.lookup`.
-        namespace, field_selector, label_selector, tweak, list_read_timeout,
-        drop_managed_fields: as for :func:`informers.client.list_watch_from_client`.
+        namespace: as for :func:`informers.client.list_watch_from_client`.
+        field_selector: likewise.
+        label_selector: likewise.
+        tweak: likewise.
+        list_read_timeout: likewise.
+        drop_managed_fields: likewise.
     """
 
     def __init__(
