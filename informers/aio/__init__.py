@@ -5,6 +5,8 @@ client-go rules as the threaded ones, driven by tasks.
   ``await wait_for_cache_sync()``, listers;
 * :class:`AsyncSharedIndexInformer`: async handlers and :class:`Subscription` async iterators
   of typed events (:class:`Added`, :class:`Updated`, :class:`Deleted`);
+* :class:`AsyncController`: ``async def reconcile(request)`` on worker tasks, with the threaded
+  controller's result rules, per-key exclusivity and rate limiting (:class:`AsyncWorkQueue`);
 * :class:`AsyncReflector`: the reflector's shared rules (:mod:`informers.reflector_rules`) on
   anyio;
 * :class:`AsyncTransport`, :class:`AsyncListWatch`: httpx with the official ``kubernetes``
@@ -16,6 +18,7 @@ the threaded core imports this package.
 
 from __future__ import annotations
 
+from informers.aio.controller import AsyncController, AsyncReconcile
 from informers.aio.events import (
     Added,
     Deleted,
@@ -28,15 +31,19 @@ from informers.aio.factory import AsyncSharedInformerFactory
 from informers.aio.informer import AsyncSharedIndexInformer
 from informers.aio.reflector import AsyncReflector
 from informers.aio.transport import AsyncListWatch, AsyncTransport, AsyncWatchStream
+from informers.aio.workqueue import AsyncWorkQueue
 
 __all__ = [
     "Added",
+    "AsyncController",
     "AsyncListWatch",
+    "AsyncReconcile",
     "AsyncReflector",
     "AsyncSharedIndexInformer",
     "AsyncSharedInformerFactory",
     "AsyncTransport",
     "AsyncWatchStream",
+    "AsyncWorkQueue",
     "Deleted",
     "InformerEvent",
     "Subscription",
