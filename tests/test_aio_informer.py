@@ -325,3 +325,35 @@ async def test_100_factory_cycles_leave_no_task_or_connection_behind(api):
 async def test_1000_factory_cycles_leave_no_task_or_connection_behind(api):
     api.create(pod("a"), "pods", "default")
     await _cycles(api, 1000)
+
+
+@pytest.mark.anyio
+async def test_https_with_the_configurations_ca_and_a_configuration_instead_of_a_client(api):
+    api.create(pod("tls"), "pods", "default")
+    secure = api.api_client(secure=True)
+    async with AsyncSharedInformerFactory(secure.configuration, options=options()) as factory:
+        factory.informer_for("pods")
+        assert await factory.wait_for_cache_sync(timeout=WAIT) == {"pods": True}
+        assert "default/tls" in factory.informer_for("pods").indexer.list_keys()
+
+
+@pytest.mark.anyio
+async def test_the_transport_writes_json_and_raises_typed_status_errors(api):
+    from informers.aio import AsyncTransport
+    from informers.errors import AlreadyExists, ApiConnectionError
+
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "written", "namespace": "default"}, "data": {"a": "1"}}
+    async with AsyncTransport(api.api_client()) as transport:
+        created = await transport.request("POST", "/api/v1/namespaces/default/configmaps", body)
+        assert created["metadata"]["name"] == "written"
+        with pytest.raises(AlreadyExists):
+            await transport.request("POST", "/api/v1/namespaces/default/configmaps", body)
+    assert api.get("configmaps", "default", "written")["data"] == {"a": "1"}
+    from kubernetes import client
+
+    nowhere = client.Configuration(host="http://127.0.0.1:9")  # nothing listens there
+    async with AsyncTransport(nowhere) as transport:
+        with pytest.raises(ApiConnectionError) as raised:
+            await transport.request("GET", "/api/v1/pods")
+        assert raised.value.refused is True

@@ -102,8 +102,28 @@ def ssl_context(configuration: Any) -> ssl.SSLContext | bool:
     return ctx
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refused connection, looking also into exception groups: trio
+    reports a failed connect as ``OSError("all attempts to connect ... failed")`` caused by a
+    group of each attempt's error."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        cur = todo.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if is_refused(cur):
+            return True
+        todo.extend(getattr(cur, "exceptions", ()))
+        for nxt in (cur.__cause__, cur.__context__):
+            if nxt is not None:
+                todo.append(nxt)
+    return False
+
+
 def _connection_error(exc: BaseException, what: str) -> ApiConnectionError:
-    return ApiConnectionError(f"{what}: {exc}", refused=is_refused(exc),
+    return ApiConnectionError(f"{what}: {exc}", refused=_refused(exc),
                               timeout=isinstance(exc, (httpx.TimeoutException, TimeoutError)))
 
 
