@@ -54,6 +54,7 @@ from informers.real_fifo import RealFIFO
 from informers.reflector_options import ReflectorOptions
 from informers.reflector_rules import ReflectorMetrics
 from informers.resource_version import ResourceVersionWaiter
+from informers.shared_informer import strip_managed_fields
 
 __all__ = ["DEFAULT_DRAIN_TIMEOUT", "AsyncSharedIndexInformer"]
 
@@ -67,12 +68,6 @@ handlers get less)."""
 _DRAIN_SLICE = 64  # batches popped before the drain task lets other tasks run
 
 AsyncHandler = Callable[..., Awaitable[None]]
-
-
-def _strip_managed_fields(obj: Any) -> Any:
-    from informers.shared_informer import strip_managed_fields
-
-    return strip_managed_fields(obj)
 
 
 class _FifoStore:
@@ -128,7 +123,7 @@ class AsyncSharedIndexInformer:
         *,
         options: ReflectorOptions | None = None,
         resync_period: float = 0.0,
-        transform: Callable[[Any], Any] | str | None = "default",
+        transform: Callable[[Any], Any] | None = strip_managed_fields,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         name: str | None = None,
     ) -> None:
@@ -142,9 +137,8 @@ class AsyncSharedIndexInformer:
         self._subscriptions: list[Subscription] = []
         self._consumer = RealFIFOConsumer(self._indexer, self._distribute, threading.RLock(),
                                           None, self._waiter, self.name, key_func)
-        self._transform = _strip_managed_fields if transform == "default" else transform
-        self._fifo = self._consumer.new_fifo(self._transform,  # type: ignore[arg-type]
-                                             None, None)
+        self._transform = transform
+        self._fifo = self._consumer.new_fifo(transform, None, None)
         self._wake = anyio.Event()
         self._reflector = AsyncReflector(list_watch, _FifoStore(self._fifo, self._set_wake),
                                          options, name=self.name, resync_period=resync_period)

@@ -18,15 +18,18 @@ is written from the run's task only; it may be a thread-safe store (the informer
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from informers.aio.transport import AsyncWatchStream
+from informers.clock import REAL_CLOCK, Clock
 from informers.errors import WatchDecodeError
 from informers.list_watch import ListPager, ListResult
-from informers.memory import list_section
-from informers.reflector_rules import ReflectorRules, ReflectorState, WatchConsumer
+from informers.memory import MemoryTuning, list_section
+from informers.reflector_options import ReflectorOptions
+from informers.reflector_rules import ReflectorRules, ReflectorState, StoreLike, WatchConsumer
 
 __all__ = ["AsyncReflector"]
 
@@ -45,8 +48,24 @@ class AsyncReflector(ReflectorRules):
     Contract: one ``run`` at a time; the only writer of ``store`` while it runs.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        list_watch: Any,
+        store: StoreLike,
+        options: ReflectorOptions | None = None,
+        *,
+        name: str | None = None,
+        expected_kind: str | None = None,
+        resync_period: float = 0.0,
+        should_resync: Callable[[], bool] | None = None,
+        clock: Clock = REAL_CLOCK,
+        memory_tuning: MemoryTuning | None = None,
+        list_item_hook: Callable[[Any], Any] | None = None,
+    ) -> None:
+        super().__init__(list_watch, store, options, name=name, expected_kind=expected_kind,
+                         resync_period=resync_period, should_resync=should_resync,
+                         clock=clock, memory_tuning=memory_tuning,
+                         list_item_hook=list_item_hook)
         self._stream: AsyncWatchStream | None = None
         self._pending: AsyncWatchStream | None = None
         self._resync_scope: anyio.CancelScope | None = None
@@ -100,7 +119,7 @@ class AsyncReflector(ReflectorRules):
     # -- list ------------------------------------------------------------------------------------
 
     async def _list_all(self, rv: str) -> tuple[ListResult, bool]:
-        pager = ListPager(None, self._page_size_for(rv))  # type: ignore[arg-type]
+        pager = ListPager(_no_sync_list, self._page_size_for(rv))  # driven by alist()
         list_func = self.list_watch.list
         self.metrics.lists_total += 1
         try:
@@ -225,3 +244,7 @@ class AsyncReflector(ReflectorRules):
                     if stream is not None:
                         await stream.aclose()  # ends the watch; the cycle ends with the error
                     return
+
+
+def _no_sync_list(options: Any) -> ListResult:
+    raise TypeError("the async reflector lists through ListPager.alist()")
