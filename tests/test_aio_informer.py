@@ -357,3 +357,15 @@ async def test_the_transport_writes_json_and_raises_typed_status_errors(api):
         with pytest.raises(ApiConnectionError) as raised:
             await transport.request("GET", "/api/v1/pods")
         assert raised.value.refused is True
+
+
+@pytest.mark.anyio
+async def test_factory_informers_have_the_namespace_index_listers_use(api):
+    api.create(pod("in-default"), "pods", "default")
+    async with AsyncSharedInformerFactory(api.api_client(), options=options()) as factory:
+        informer = factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        assert [o["metadata"]["name"] for o in informer.indexer.by_index("namespace", "default")
+                if o["metadata"]["name"] == "in-default"] == ["in-default"]
+        lister = factory.lister("pods").by_namespace("default")
+        assert lister.get("in-default")["metadata"]["name"] == "in-default"

@@ -23,7 +23,7 @@ import anyio
 from informers.aio.informer import DEFAULT_DRAIN_TIMEOUT, AsyncSharedIndexInformer
 from informers.aio.transport import AsyncListWatch, AsyncTransport
 from informers.errors import AlreadyStartedError, CacheSyncTimeoutError
-from informers.keys import Indexers
+from informers.keys import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
 from informers.list_watch import DEFAULT_CONNECT_TIMEOUT, TweakFunc
 from informers.listers import Lister
 from informers.reflector_options import ReflectorOptions
@@ -118,7 +118,7 @@ class AsyncSharedInformerFactory:
     def informer_for(self, resource: Resource | str | tuple[str, str, str],
                      indexers: Indexers | None = None) -> AsyncSharedIndexInformer:
         """The informer of ``resource`` (made, and started if the block is running, on first
-        use). ``indexers`` are added on first use only."""
+        use), with the ``namespace`` index; ``indexers`` are added on first use only."""
         res = resource if isinstance(resource, Resource) else lookup(resource)
         informer = self._informers.get(res)
         if informer is not None:
@@ -128,8 +128,10 @@ class AsyncSharedInformerFactory:
             res, self.namespace, self.field_selector, self.label_selector, self.tweak,
             drop_managed_fields=True,
         )
+        # the namespace index, as the threaded factory's informers have (listers use it)
+        all_indexers = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
         informer = AsyncSharedIndexInformer(
-            list_watch, indexers, options=self.options, resync_period=self.resync_period,
+            list_watch, all_indexers, options=self.options, resync_period=self.resync_period,
             drain_timeout=self.drain_timeout)
         self._informers[res] = informer
         if self._task_group is not None:
