@@ -171,6 +171,20 @@ def test_a_429_is_retried_no_sooner_than_its_retry_after(api, driver):
     assert (driver.metrics().lists_total, driver.metrics().list_errors_total) == (2, 1)
 
 
+def test_a_streaming_list_syncs_without_a_list_and_keeps_its_stream_for_the_watch(api, driver):
+    for name in ("a", "b", "c"):
+        api.create(pod(name), "pods", "default")
+    opts = ReflectorOptions(use_watch_list=True, backoff=options().backoff, rng=random.Random(7))
+    rec = Recorder()
+    assert driver.start(api.api_client(), opts, rec) == {"pods": True}
+    assert names(driver.indexer()) == ["a", "b", "c"]
+    api.create(pod("d"), "pods", "default")
+    assert eventually(lambda: names(driver.indexer()) == ["a", "b", "c", "d"])
+    metrics = driver.metrics()
+    assert (metrics.lists_total, metrics.watches_total, metrics.watch_errors_total) == (0, 1, 0)
+    assert summary(rec.snapshot()) == [("add", "a"), ("add", "b"), ("add", "c"), ("add", "d")]
+
+
 def driver_backoff(driver: Any) -> float:
     reflector = driver.informer._reflector
     return float(reflector.last_backoff)
