@@ -123,10 +123,11 @@ async def _child_async(url: str, token: str) -> None:
             state["last"] = time.perf_counter()
             done.set()
 
+    client = api_client(url, token)  # made before rss0, as the threaded child's is
     gc.collect()
     rss0 = rss_bytes()
     start = time.perf_counter()
-    async with AsyncSharedInformerFactory(api_client(url, token)) as factory:
+    async with AsyncSharedInformerFactory(client) as factory:
         informer = factory.informer_for("pods")
         informer.add_event_handler(on_update=on_update)
         await factory.wait_for_cache_sync()

@@ -148,8 +148,12 @@ class AsyncTransport:
         cfg = self.api_client.configuration
         self._sni = getattr(cfg, "tls_server_name", None)
         proxy = getattr(cfg, "proxy", None)
+        # A TLS context only for an https host: one with the system's CAs costs ~20 MB of RSS
+        # (urllib3 likewise makes one only when it opens an https connection).
+        secure = str(getattr(cfg, "host", "") or "").lower().startswith("https")
         self._client = httpx.AsyncClient(
-            verify=ssl_context(cfg), proxy=proxy or None, trust_env=False,
+            verify=ssl_context(cfg) if secure else False, proxy=proxy or None,
+            trust_env=False,
             follow_redirects=False,
             limits=httpx.Limits(max_connections=max_connections,
                                 max_keepalive_connections=max_connections),
