@@ -8,7 +8,7 @@ in :mod:`informers.reflector`. This module only does the I/O: it awaits the
 :class:`~informers.aio.transport.AsyncListWatch`'s list (paginated by the same
 :class:`~informers.list_watch.ListPager` rules) and watch, reads the stream with ``async for``
 and feeds each event to the same :class:`~informers.reflector_rules.WatchConsumer`, and waits
-backoffs with ``anyio.sleep``.
+backoffs on the rules' clock (``anyio.sleep`` on the real one).
 
 Cancellation: :meth:`AsyncReflector.run` runs until its task is cancelled (it is meant to run in
 a task group); a cancelled run closes its open stream and resync task before it ends. The store
@@ -18,6 +18,7 @@ is written from the run's task only; it may be a thread-safe store (the informer
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +42,9 @@ class AsyncReflector(ReflectorRules):
 
     The arguments are :class:`~informers.reflector.Reflector`'s, with an
     :class:`~informers.aio.transport.AsyncListWatch` (anything with ``async list(options)`` and
-    ``async watch(options)`` returning an async-iterable stream with ``aclose()``). Backoff
-    waits are real time (``anyio.sleep``); the rules' ``clock`` still measures "very short"
-    watches and the backoff's reset.
+    ``async watch(options)`` returning an async-iterable stream with ``aclose()``). Every
+    wait goes through ``clock`` (``anyio.sleep`` on the real clock; a FakeClock is waited on in
+    a worker thread, so tests step time as for the threaded reflector).
 
     Contract: one ``run`` at a time; the only writer of ``store`` while it runs.
     """
@@ -112,9 +113,22 @@ class AsyncReflector(ReflectorRules):
                      ReflectorState.BACKOFF_RELIST):
             if state is ReflectorState.BACKOFF_RELIST:
                 self._end_cycle()
-            await anyio.sleep(self.backoff_delay())
+            await self._sleep(self.backoff_delay())
             return self.after_backoff(state)
         return ReflectorState.STOPPED
+
+    async def _sleep(self, seconds: float) -> None:
+        """Wait on the rules' clock: ``anyio.sleep`` on the real clock; another clock (a
+        FakeClock in tests) is waited on in a worker thread, released on cancellation."""
+        if self._clock is REAL_CLOCK:
+            await anyio.sleep(seconds)
+            return
+        halt = threading.Event()
+        try:
+            await anyio.to_thread.run_sync(self._clock.sleep, seconds, halt,
+                                           abandon_on_cancel=True)
+        finally:
+            halt.set()
 
     # -- list ------------------------------------------------------------------------------------
 
@@ -236,7 +250,7 @@ class AsyncReflector(ReflectorRules):
     async def _resync_loop(self, scope: anyio.CancelScope) -> None:
         with scope:
             while True:
-                await anyio.sleep(self.resync_period)
+                await self._sleep(self.resync_period)
                 exc = self.resync_once()
                 if exc is not None:
                     self._resync_error = exc
