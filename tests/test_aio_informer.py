@@ -383,3 +383,31 @@ async def test_factory_informers_have_the_namespace_index_listers_use(api):
                 if o["metadata"]["name"] == "in-default"] == ["in-default"]
         lister = factory.lister("pods").by_namespace("default")
         assert lister.get("in-default")["metadata"]["name"] == "in-default"
+
+
+@pytest.mark.anyio
+async def test_an_exception_leaving_the_block_cancels_everything_and_propagates(api):
+    api.create(pod("a"), "pods", "default")
+    factory = AsyncSharedInformerFactory(api.api_client(), options=options())
+    with pytest.raises(ValueError, match="user code failed"):
+        async with factory:
+            factory.informer_for("pods").subscribe()
+            await factory.wait_for_cache_sync(timeout=WAIT)
+            raise ValueError("user code failed")
+    assert factory.transport is not None and factory.transport.is_closed
+    with anyio.fail_after(WAIT):
+        while api.watch_count("pods"):
+            await anyio.sleep(0.01)
+
+
+@pytest.mark.anyio
+async def test_a_cancellation_of_the_block_stops_everything(api):
+    api.create(pod("a"), "pods", "default")
+    factory = AsyncSharedInformerFactory(api.api_client(), options=options())
+    with anyio.move_on_after(0.3) as scope:
+        async with factory:
+            factory.informer_for("pods")
+            await anyio.sleep(60)
+    assert scope.cancelled_caught
+    assert factory.transport is not None and factory.transport.is_closed
+    assert factory.informer_for("pods").has_synced()

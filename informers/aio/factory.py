@@ -99,14 +99,17 @@ class AsyncSharedInformerFactory:
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool | None:
         stack, self._stack = self._stack, None
-        if exc_type is None:
-            for informer in self._informers.values():
-                informer.stop()
-        elif self._task_group is not None:
-            self._task_group.cancel_scope.cancel()
+        assert stack is not None
         try:
-            assert stack is not None
-            return await stack.__aexit__(exc_type, exc, tb)
+            if exc_type is None:
+                for informer in self._informers.values():
+                    informer.stop()
+                return await stack.__aexit__(None, None, None)
+            # the block failed or was cancelled: cancel every task, close every connection,
+            # and let the block's own exception through (not wrapped in an exception group)
+            self._task_group.cancel_scope.cancel()
+            await stack.__aexit__(None, None, None)
+            return False
         finally:
             self._task_group = None
 
