@@ -156,3 +156,23 @@ async def test_every_idle_worker_sees_the_shutdown(anyio_backend):
         await anyio.sleep(0.05)
         controller.stop()
     assert anyio.current_time() - start < 1.0  # not the drain timeout
+
+
+async def test_a_stop_while_waiting_for_the_caches_returns_without_reconciling(api, anyio_backend):
+    api.fail_next(10_000, 500, verb="list", resource="secrets")
+    calls: list[Any] = []
+
+    async def reconcile(request: Any) -> None:
+        calls.append(request)
+
+    async with AsyncSharedInformerFactory(api.api_client()) as factory:
+        controller = AsyncController("unsynced", reconcile)
+        controller.watch(factory.informer_for("secrets"))
+        controller.enqueue("ns/a")
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(controller.run)
+                await anyio.sleep(0.1)
+                controller.stop()
+    api.clear_faults()
+    assert calls == []

@@ -135,8 +135,8 @@ class AsyncController:
         if self._started:
             raise AlreadyStartedError(f"controller {self.name} runs once")
         self._started = True
-        for informer in self._informers:
-            await informer.wait_synced()
+        if not await self._caches_synced():
+            return
         async with anyio.create_task_group() as tg:
             self.queue.start(tg)
             self._running = self.workers
@@ -151,6 +151,22 @@ class AsyncController:
                                "cancelled", self.name, sorted(self.in_flight),
                                self.drain_timeout)
             tg.cancel_scope.cancel()
+
+    async def _caches_synced(self) -> bool:
+        """Wait until every informer synced (``True``) or :meth:`stop` (``False``)."""
+        async with anyio.create_task_group() as tg:
+            async def synced() -> None:
+                for informer in self._informers:
+                    await informer.wait_synced()
+                tg.cancel_scope.cancel()
+
+            async def stopped() -> None:
+                await self._stop.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(synced)
+            tg.start_soon(stopped)
+        return not self._stop.is_set()
 
     async def _worker(self) -> None:
         queue = self.queue
