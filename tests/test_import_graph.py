@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
                  "informers.controllerutil", "informers.aio"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals",
-                 "informers.webhook", "informers.crdgen"]),
+                 "informers.webhook", "informers.crdgen", "informers.aio.manager"]),
     ("test server", ["informers.testing"]),
     ("package root", ["informers"]),
 ]
