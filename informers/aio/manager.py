@@ -94,8 +94,7 @@ class AsyncManager:
                     controller.stop()  # each run() returns after its drain
         finally:
             if health is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(health.stop)
+                health.stop()  # joins its threads; everything else has stopped
 
     async def _signals(self, scope: anyio.CancelScope) -> None:
         with scope, anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

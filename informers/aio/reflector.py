@@ -118,17 +118,30 @@ class AsyncReflector(ReflectorRules):
         return ReflectorState.STOPPED
 
     async def _sleep(self, seconds: float) -> None:
-        """Wait on the rules' clock: ``anyio.sleep`` on the real clock; another clock (a
-        FakeClock in tests) is waited on in a worker thread, released on cancellation."""
+        """Wait on the rules' clock: ``anyio.sleep`` on the real clock. Another clock (a
+        FakeClock in tests) is waited on by a thread of this wait, polled every millisecond
+        and joined before returning (also on cancellation), so no thread outlives it."""
         if self._clock is REAL_CLOCK:
             await anyio.sleep(seconds)
             return
         halt = threading.Event()
+        finished = threading.Event()
+
+        def wait() -> None:
+            try:
+                self._clock.sleep(seconds, halt)
+            finally:
+                finished.set()
+
+        thread = threading.Thread(target=wait, name=f"reflector-{self.name}-clock-wait",
+                                  daemon=True)
+        thread.start()
         try:
-            await anyio.to_thread.run_sync(self._clock.sleep, seconds, halt,
-                                           abandon_on_cancel=True)
+            while not finished.is_set():
+                await anyio.sleep(0.001)
         finally:
             halt.set()
+            thread.join()
 
     # -- list ------------------------------------------------------------------------------------
 
