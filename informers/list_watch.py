@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -369,6 +369,47 @@ class ListPager:
 
     def list(self, options: ListOptions) -> tuple[ListResult, bool]:
         """Return the whole list and whether it came back paginated (more than one page)."""
+        plan = self.plan(options)
+        opts = next(plan)
+        while True:
+            try:
+                page = self.list_func(opts)
+            except Exception as exc:
+                try:
+                    opts = plan.throw(exc)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                opts = plan.send(page)
+            except StopIteration as done:
+                return done.value
+
+    async def alist(
+        self, list_func: Callable[[ListOptions], Awaitable[ListResult]], options: ListOptions,
+    ) -> tuple[ListResult, bool]:
+        """:meth:`list` with an async list function (the async reflector's)."""
+        plan = self.plan(options)
+        opts = next(plan)
+        while True:
+            try:
+                page = await list_func(opts)
+            except Exception as exc:
+                try:
+                    opts = plan.throw(exc)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                opts = plan.send(page)
+            except StopIteration as done:
+                return done.value
+
+    def plan(
+        self, options: ListOptions,
+    ) -> Generator[ListOptions, ListResult, tuple[ListResult, bool]]:
+        """The pager's rules without I/O: yields the options of each request, is sent each
+        page (or thrown the request's exception) and returns ``(list, paginated)``."""
         opts = dataclasses.replace(options)
         if not opts.limit and self.page_size:
             opts.limit = self.page_size
@@ -379,7 +420,7 @@ class ListPager:
         paginated = False
         while True:
             try:
-                page = self.list_func(opts)
+                page = yield opts
             except Exception as exc:
                 if not (is_expired(exc) and self.full_list_if_expired and opts.continue_):
                     raise
@@ -389,7 +430,7 @@ class ListPager:
                     opts, limit=None, continue_=None, resource_version=requested_rv,
                     resource_version_match=requested_match,
                 )
-                return self.list_func(full), paginated
+                return (yield full), paginated
             if items is None:
                 if not page.continue_:
                     return page, paginated

@@ -69,3 +69,9 @@ def split_options(kwargs: dict[str, Any], **defaults: Any) -> tuple[Any, dict[st
     options = {**defaults, **{k: v for k, v in kwargs.items() if k in names}}
     rest = {k: v for k, v in kwargs.items() if k not in names}
     return ReflectorOptions(**options), rest
+
+
+LOOP_THREADS = ("Trio thread", "AnyIO worker thread")
+"""Name prefixes of the idle worker threads that event loops of earlier async tests in the
+process keep cached (trio's thread cache, anyio's worker pool) and end after about 10 s idle:
+a test comparing the whole set of threads before and after must leave them out."""

@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from helpers import LOOP_THREADS
 
 from informers import labels
 from informers.errors import NotFoundError
@@ -89,7 +90,8 @@ def _informer_threads() -> set[str]:
     return {
         t.name
         for t in threading.enumerate()
-        if not t.name.startswith("informers-testing") and "process_request_thread" not in t.name
+        if not t.name.startswith(("informers-testing", *LOOP_THREADS))
+        and "process_request_thread" not in t.name
     }
 
 

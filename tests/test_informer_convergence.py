@@ -32,6 +32,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -379,8 +380,45 @@ def _wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
         time.sleep(interval)
 
 
+class ThreadedDriver:
+    """Runs the informer under test: the threaded :class:`SharedInformerFactory` (the async
+    driver, in tests/aio_drivers.py, runs ``informers.aio`` through the same checks)."""
+
+    def __init__(self, compact: bool = False) -> None:
+        self.compact = compact
+        self.factory: SharedInformerFactory | None = None
+        self.informer: Any = None
+
+    def start(self, api_client: Any, options: ReflectorOptions,
+              early: Recorder) -> dict[str, bool]:
+        """Start a pods informer with ``early`` as a handler; wait for its sync."""
+        self.factory = SharedInformerFactory(api_client, reflector_options=options,
+                                             compact=self.compact)
+        self.informer = self.factory.core().v1().pods().informer()
+        self.informer.add_event_handler(early)
+        self.factory.start()
+        return self.factory.wait_for_cache_sync(timeout=10.0)
+
+    def add_handler(self, recorder: Recorder) -> Callable[[], bool]:
+        """Register ``recorder`` now; returns its has_synced."""
+        registration = self.informer.add_event_handler(
+            ResourceEventHandlerFuncs(on_add=recorder.on_add, on_update=recorder.on_update,
+                                      on_delete=recorder.on_delete))
+        return registration.has_synced
+
+    def indexer(self) -> Any:
+        return self.informer.get_indexer()
+
+    def metrics(self) -> Any:
+        return self.informer.reflector_metrics()
+
+    def shutdown(self) -> None:
+        if self.factory is not None:
+            self.factory.shutdown()
+
+
 def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
-                    compact: bool = False) -> int:
+                    compact: bool = False, driver: Any = None) -> int:
     """One seeded run; returns the DeletedFinalStateUnknown notifications its relists delivered.
     ``require_tombstones`` asserts there were some: whether a delete is missed during a
     disconnect depends on thread timing as well as the seed, so the sweep over seeds asserts it
@@ -400,17 +438,16 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
             server.create(body, namespace=ns)
 
     api_client = server.api_client()
-    factory = SharedInformerFactory(api_client, reflector_options=ReflectorOptions(
+    driver = driver if driver is not None else ThreadedDriver(compact)
+    options = ReflectorOptions(
         # fast, jittered retries instead of client-go's 0.8 s..30 s (same algorithm)
         backoff=Backoff(initial=0.02, cap=0.1, reset_interval=2.0,
                         rng=random.Random(master.random())),
         read_timeout=READ_TIMEOUT,
         page_size=50,  # several pages, so compaction can expire a continue token
         rng=random.Random(master.random()),
-    ), compact=compact)
-    informer = factory.core().v1().pods().informer()
+    )
     early, late = Recorder(), Recorder()
-    informer.add_event_handler(early)
     stop_faults = threading.Event()
     abort_faults = threading.Event()
     stop_writers = threading.Event()
@@ -420,8 +457,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
     helpers: list[threading.Thread] = []  # the fault thread
     started = time.monotonic()
     try:
-        factory.start()
-        assert factory.wait_for_cache_sync(timeout=10.0) == {"pods": True}, tag
+        assert driver.start(api_client, options, early) == {"pods": True}, tag
         per_writer = plan.operations // plan.writers
         for i in range(plan.writers):
             threads.append(threading.Thread(
@@ -439,9 +475,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
         faults.start()
         # a handler registered in the middle of the churn: synthetic adds, then live events
         time.sleep(0.2 + master.random() * 0.5)
-        late_registration = informer.add_event_handler(
-            ResourceEventHandlerFuncs(on_add=late.on_add, on_update=late.on_update,
-                                      on_delete=late.on_delete))
+        late_synced = driver.add_handler(late)
         for t in threads:
             t.join(timeout=plan.converge_timeout * 10)
             assert not t.is_alive(), f"{tag} writer {t.name} did not finish"
@@ -458,10 +492,10 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
 
         # 1. the cache converges to the server's contents
         truth = server_state(server)
-        indexer = informer.get_indexer()
+        indexer = driver.indexer()
         converged = _wait_until(lambda: cache_state(indexer) == truth, plan.converge_timeout)
         cache = cache_state(indexer)
-        metrics = informer.reflector_metrics()
+        metrics = driver.metrics()
         assert converged, (
             f"{tag} cache did not converge within {plan.converge_timeout}s: "
             f"{_diff(truth, cache)}; faults {injected}; reflector {metrics}")
@@ -470,7 +504,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
             f"{tag} the default transform should have dropped managedFields")
 
         # 2. every handler's events replay to the same state
-        assert _wait_until(late_registration.has_synced, 5.0), f"{tag} late handler not synced"
+        assert _wait_until(late_synced, 5.0), f"{tag} late handler not synced"
         tombstones = 0
         for label, recorder in (("early", early), ("late", late)):
             def replayed_matches(recorder: Recorder = recorder) -> bool:
@@ -520,7 +554,7 @@ def run_convergence(plan: Plan, seed: int, require_tombstones: bool = True,
         for t in threads + helpers:
             t.join(timeout=10)
         server.clear_faults()
-        factory.shutdown()
+        driver.shutdown()
         api_client.close()
         server.stop()
     return result

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import LOOP_THREADS
 
 from informers.client import list_watch_from_client
 from informers.factory import SharedInformerFactory
@@ -155,7 +156,7 @@ def small_server() -> Iterator[ApiServer]:
 def library_threads() -> list[str]:
     """Every thread but the embedded server's own (one per client connection)."""
     return sorted(t.name for t in threading.enumerate()
-                  if not t.name.startswith("informers-testing-apiserver"))
+                  if not t.name.startswith(("informers-testing-apiserver", *LOOP_THREADS)))
 
 
 def factory_cycle(api: Any, tuning: MemoryTuning | None) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import LOOP_THREADS
 
 from informers.client import Client
 from informers.clock import FakeClock
@@ -29,7 +30,8 @@ FAST: dict[str, Any] = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_per
 def threads() -> set[threading.Thread]:
     """The live threads on the client side (the embedded server serves each kept-alive
     connection on a thread of its own, which lives as long as the client's pool keeps it)."""
-    return {t for t in threading.enumerate() if not t.name.startswith("informers-testing-")}
+    return {t for t in threading.enumerate()
+            if not t.name.startswith(("informers-testing-", *LOOP_THREADS))}
 
 
 def configmap(name: str, ns: str, value: str = "v") -> dict[str, Any]:

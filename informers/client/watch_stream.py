@@ -15,28 +15,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from informers.client.connection import connection_error, shutdown_response
-from informers.client.decoder import decode, decode_event
-from informers.client.status import client_decoding_status
-from informers.errors import ApiConnectionError, WatchDecodeError
-from informers.list_watch import WATCH_EVENT_TYPES, WatchEvent
+from informers.client.watch_lines import WatchLineDecoder
+from informers.errors import ApiConnectionError
+from informers.list_watch import WatchEvent
 
 __all__ = ["HttpWatchStream"]
 
 logger = logging.getLogger(__name__)
-
-_LINE_PREFIX = 120  # bytes of an offending line shown in logs
-
-
-def _bare_status(doc: Any) -> str | None:
-    """The problem of a line that decoded to ``doc``, if it is a bare ``Status`` where an event
-    belongs (a broken proxy): client-go's JSON serializer decodes it as a Status, not into
-    the WatchEvent ("unable to decode to metav1.WatchEvent", ``rest/watch`` ``Decoder``)."""
-    if isinstance(doc, dict) and doc.get("kind") == "Status":
-        return ("unable to decode to metav1.WatchEvent: got a Status "
-                f"({doc.get('status')}, {doc.get('code')} {doc.get('reason')}: "
-                f"{doc.get('message')})")
-    return None
-
 
 class HttpWatchStream:
     """Reads a watch response incrementally and yields its events.
@@ -93,10 +78,7 @@ class HttpWatchStream:
         self._reading = False
         self._released = False
         self.error: ApiConnectionError | None = None
-        self.events = 0
-        self.decode_errors = 0
-        self.unknown_events = 0
-        self._failed = False
+        self._lines = WatchLineDecoder(description, drop_managed_fields=drop_managed_fields)
         self._iterator: Iterator[WatchEvent] | None = None
 
     def __iter__(self) -> Iterator[WatchEvent]:
@@ -111,6 +93,18 @@ class HttpWatchStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def events(self) -> int:
+        return self._lines.events
+
+    @property
+    def decode_errors(self) -> int:
+        return self._lines.decode_errors
+
+    @property
+    def unknown_events(self) -> int:
+        return self._lines.unknown_events
 
     @property
     def closed(self) -> bool:
@@ -161,39 +155,6 @@ class HttpWatchStream:
                 return
             yield data
 
-    def _event(self, line: bytes, last: bool = False) -> WatchEvent | None:
-        """The event of ``line``; for a line that is not one, the ERROR event that ends the
-        stream (``self._failed`` is then set); ``None`` for the unterminated ``last`` line
-        of a body that ended inside an event."""
-        try:
-            etype, obj = decode_event(line, drop_managed_fields=self._drop_managed_fields)
-        except WatchDecodeError as exc:
-            try:
-                problem = _bare_status(decode(line)) or str(exc)
-            except ValueError:  # not JSON
-                if last:
-                    # apimachinery StreamWatcher.receive: io.ErrUnexpectedEOF ends the watch
-                    # without an error; the next watch from the last version sends it again.
-                    logger.info("%s: watch stream ended inside an event (%d bytes)",
-                                self.description, len(line))
-                    return None
-                problem = str(exc)
-            self.decode_errors += 1
-            logger.warning("%s: undecodable watch line (%d bytes, starts %r): %s; ending the "
-                           "watch", self.description, len(line), exc.line_prefix, problem)
-            return self._fail(problem)
-        if etype not in WATCH_EVENT_TYPES:
-            self.unknown_events += 1
-            logger.warning("%s: watch event of unknown type %r (line starts %r); ending the "
-                           "watch", self.description, etype, bytes(line[:_LINE_PREFIX]))
-            return self._fail(f"got invalid watch event type: {etype}")
-        self.events += 1
-        return WatchEvent(etype, obj)
-
-    def _fail(self, problem: str) -> WatchEvent:
-        self._failed = True
-        return WatchEvent("ERROR", client_decoding_status(problem))
-
     def _events(self) -> Iterator[WatchEvent]:
         import urllib3
 
@@ -202,39 +163,22 @@ class HttpWatchStream:
                 return
             self._reading = True
         reuse = False
-        pending: list[bytes] = []
-        event: WatchEvent | None
+        lines = self._lines
         try:
             for chunk in self._chunks():
-                pos = 0
-                nl = chunk.find(b"\n")
-                while nl >= 0:
-                    if pending:  # the line began in earlier chunks
-                        pending.append(chunk[pos:nl])
-                        line = b"".join(pending)
-                        pending = []
-                    else:
-                        line = chunk[pos:nl]
-                    if line.strip():
-                        event = self._event(line)
-                        if event is not None:
-                            if self._failed:  # nothing more is read: free the connection now
-                                self._finish(reuse=False)
-                            yield event
-                            if self._closed:
-                                return
-                    pos = nl + 1
-                    nl = chunk.find(b"\n", pos)
-                if pos < len(chunk):
-                    pending.append(chunk[pos:])
-            tail = b"".join(pending)
-            if tail.strip() and not self._closed:
-                event = self._event(tail, last=True)  # a last line without its newline
-                if event is not None:
-                    if self._failed:
+                for event in lines.feed(chunk):
+                    if lines.failed:  # nothing more is read: free the connection now
                         self._finish(reuse=False)
                     yield event
-            reuse = not (self._closed or self._failed)
+                    if self._closed:
+                        return
+            if not self._closed:
+                last = lines.finish()  # a last line without its newline
+                if last is not None:
+                    if lines.failed:
+                        self._finish(reuse=False)
+                    yield last
+            reuse = not (self._closed or lines.failed)
         except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
             # ValueError/AttributeError: reading a response another thread just closed.
             if not self._closed:

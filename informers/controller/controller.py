@@ -55,7 +55,9 @@ __all__ = [
     "Controller",
     "HandlerFactory",
     "Reconcile",
+    "SettleQueue",
     "Synced",
+    "settle",
 ]
 
 logger = logging.getLogger(__name__)
@@ -523,36 +525,10 @@ class Controller:
         outcome = RESULT_ERROR
         try:
             try:
-                result = self.reconcile(key)
-                if result is None:
-                    result = Result()
-                elif not isinstance(result, Result):
-                    raise TypeError(
-                        f"reconcile returned {type(result).__name__}, not Result or None"
-                    )
-            except TerminalError as err:
-                metrics.reconcile_error(True)
-                queue.forget(key)
-                logger.error(
-                    'controller "%s": terminal error reconciling %s, not retrying: %s',
-                    self.name,
-                    key,
-                    err,
-                )
+                result: object = self.reconcile(key)
             except Exception as err:
-                metrics.reconcile_error(False)
-                self._retry_or_drop(key, err)
-            else:
-                if result.requeue_after > 0:
-                    queue.forget(key)
-                    queue.add_after(key, result.requeue_after)
-                    outcome = RESULT_REQUEUE_AFTER
-                elif result.requeue:
-                    queue.add_rate_limited(key)
-                    outcome = RESULT_REQUEUE
-                else:
-                    queue.forget(key)
-                    outcome = RESULT_SUCCESS
+                result = err
+            outcome = settle(self.name, queue, metrics, self.max_retries, key, result)
         finally:
             metrics.reconciled(outcome, clock.now() - start)
             metrics.active_workers(-1)
@@ -560,30 +536,59 @@ class Controller:
                 self._in_flight.pop(key, None)
             queue.done(key)
 
-    def _retry_or_drop(self, key: str, err: Exception) -> None:
-        queue = self._queue
-        retries = queue.num_requeues(key)
-        if self.max_retries is None or retries < self.max_retries:
-            logger.warning(
-                'controller "%s": error reconciling %s (retry %d): %s',
-                self.name,
-                key,
-                retries + 1,
-                err,
-                exc_info=err,
-            )
-            queue.add_rate_limited(key)
-            return
-        queue.forget(key)
-        self._metrics.dropped()
-        logger.error(
-            'controller "%s": dropping %s out of the queue after %d retries: %s',
-            self.name,
-            key,
-            retries,
-            err,
-            exc_info=err,
-        )
-
     def __repr__(self) -> str:
         return f"<Controller {self.name!r} workers={self.workers}>"
+
+
+class SettleQueue(Protocol):
+    """What :func:`settle` needs of a work queue (the threaded
+    :class:`~informers.workqueue.RateLimitingQueue` and the async one both have it)."""
+
+    def forget(self, item: str) -> None: ...
+
+    def add_after(self, item: str, seconds: float) -> None: ...
+
+    def add_rate_limited(self, item: str) -> None: ...
+
+    def num_requeues(self, item: str) -> int: ...
+
+
+def settle(name: str, queue: SettleQueue, metrics: Any, max_retries: int | None, key: str,
+           result: object) -> str:
+    """What happens to ``key`` after its reconcile returned (or raised) ``result``: the table
+    of :class:`Controller` (controller-runtime ``reconcileHandler``), shared by the threaded
+    and the async controller. Returns the metric ``result`` label."""
+    if not isinstance(result, BaseException):
+        if result is None:
+            result = Result()
+        elif not isinstance(result, Result):
+            result = TypeError(f"reconcile returned {type(result).__name__}, not Result or None")
+    if isinstance(result, TerminalError):
+        metrics.reconcile_error(True)
+        queue.forget(key)
+        logger.error('controller "%s": terminal error reconciling %s, not retrying: %s',
+                     name, key, result)
+        return RESULT_ERROR
+    if isinstance(result, BaseException):
+        metrics.reconcile_error(False)
+        retries = queue.num_requeues(key)
+        if max_retries is None or retries < max_retries:
+            logger.warning('controller "%s": error reconciling %s (retry %d): %s',
+                           name, key, retries + 1, result, exc_info=result)
+            queue.add_rate_limited(key)
+            return RESULT_ERROR
+        queue.forget(key)
+        metrics.dropped()
+        logger.error('controller "%s": dropping %s out of the queue after %d retries: %s',
+                     name, key, retries, result, exc_info=result)
+        return RESULT_ERROR
+    assert isinstance(result, Result)
+    if result.requeue_after > 0:
+        queue.forget(key)
+        queue.add_after(key, result.requeue_after)
+        return RESULT_REQUEUE_AFTER
+    if result.requeue:
+        queue.add_rate_limited(key)
+        return RESULT_REQUEUE
+    queue.forget(key)
+    return RESULT_SUCCESS

@@ -1,0 +1,52 @@
+"""The informers for async code (asyncio or trio, through anyio): the same caches, listers and
+client-go rules as the threaded ones, driven by tasks.
+
+* :class:`AsyncSharedInformerFactory` (``async with``): informers per resource,
+  ``await wait_for_cache_sync()``, listers;
+* :class:`AsyncSharedIndexInformer`: async handlers and :class:`Subscription` async iterators
+  of typed events (:class:`Added`, :class:`Updated`, :class:`Deleted`);
+* :class:`AsyncController`: ``async def reconcile(request)`` on worker tasks, with the threaded
+  controller's result rules, per-key exclusivity and rate limiting (:class:`AsyncWorkQueue`);
+* :class:`AsyncReflector`: the reflector's shared rules (:mod:`informers.reflector_rules`) on
+  anyio;
+* :class:`AsyncTransport`, :class:`AsyncListWatch`: httpx with the official ``kubernetes``
+  package's configuration, authentication and TLS.
+
+Needs the ``async`` extra (``pip install kube-informers[async]``: anyio and httpx). Nothing in
+the threaded core imports this package.
+"""
+
+from __future__ import annotations
+
+from informers.aio.controller import AsyncController, AsyncReconcile
+from informers.aio.events import (
+    Added,
+    Deleted,
+    InformerEvent,
+    Subscription,
+    SubscriptionOverflowError,
+    Updated,
+)
+from informers.aio.factory import AsyncSharedInformerFactory
+from informers.aio.informer import AsyncSharedIndexInformer
+from informers.aio.reflector import AsyncReflector
+from informers.aio.transport import AsyncListWatch, AsyncTransport, AsyncWatchStream
+from informers.aio.workqueue import AsyncWorkQueue
+
+__all__ = [
+    "Added",
+    "AsyncController",
+    "AsyncListWatch",
+    "AsyncReconcile",
+    "AsyncReflector",
+    "AsyncSharedIndexInformer",
+    "AsyncSharedInformerFactory",
+    "AsyncTransport",
+    "AsyncWatchStream",
+    "AsyncWorkQueue",
+    "Deleted",
+    "InformerEvent",
+    "Subscription",
+    "SubscriptionOverflowError",
+    "Updated",
+]

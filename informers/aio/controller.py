@@ -1,0 +1,203 @@
+"""Runs an async reconcile function over the keys of a rate-limited work queue, in tasks.
+
+The async counterpart of :class:`informers.controller.Controller`, with its rules: the result
+of ``await reconcile(request)`` is handled by the same
+:func:`informers.controller.controller.settle` (success, ``Result(requeue=True)``,
+``Result(requeue_after=s)``, :class:`~informers.errors.TerminalError`, retries up to
+``max_retries`` through the rate limiter, then a drop), with the same metrics; one key is never
+reconciled by two workers at once (the queue's guarantee); no reconcile starts before every
+watched informer has synced.
+
+Usage::
+
+    async def reconcile(request: Request) -> Result | None:
+        obj = lister.get(request.name, request.namespace)
+        ...
+
+    controller = AsyncController("my-controller", reconcile, workers=50)
+    controller.watch(factory.informer_for("configmaps"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(controller.run)
+        ...
+        controller.stop()   # no new reconcile; those in flight get drain_timeout seconds
+
+One event loop. Workers are tasks: ``workers`` is the number of reconciles awaiting at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import anyio
+
+from informers.aio.informer import AsyncSharedIndexInformer
+from informers.aio.workqueue import AsyncWorkQueue
+from informers.controller.controller import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_RETRIES, settle
+from informers.controller.metrics import RESULT_ERROR, ControllerMetricsProvider, get_provider
+from informers.controller.request import Request
+from informers.controller.result import Result
+from informers.errors import AlreadyStartedError
+from informers.keys import deletion_handling_meta_namespace_key_func
+from informers.workqueue.rate_limiters import RateLimiter
+
+__all__ = ["AsyncController", "AsyncReconcile"]
+
+logger = logging.getLogger(__name__)
+
+AsyncReconcile = Callable[[Request], Awaitable["Result | None"]]
+"""``async def reconcile(request) -> Result | None``."""
+
+
+class AsyncController:
+    """A named async reconcile loop: one rate-limited queue of keys and ``workers`` tasks.
+
+    Args:
+        name: log lines and the ``controller`` metric label.
+        reconcile: ``async def reconcile(request: Request) -> Result | None``.
+        informers: waited for (``wait_synced``) before the first reconcile; :meth:`watch` adds
+            its informer.
+        workers: concurrent reconciles (controller-runtime ``MaxConcurrentReconciles``).
+        rate_limiter: the queue's limiter (default client-go's controller limiter).
+        max_retries: as :class:`informers.controller.Controller`'s (default 15; ``None``:
+            forever).
+        drain_timeout: seconds a stop waits for the reconciles in flight; then they are
+            cancelled (unlike threads, tasks can be).
+        metrics: the controller metrics provider (default the process-wide one).
+
+    Raises:
+        ValueError: ``workers < 1`` or an empty name.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        reconcile: AsyncReconcile,
+        *,
+        informers: Iterable[AsyncSharedIndexInformer] = (),
+        workers: int = 1,
+        rate_limiter: RateLimiter | None = None,
+        max_retries: int | None = DEFAULT_MAX_RETRIES,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        metrics: ControllerMetricsProvider | None = None,
+    ) -> None:
+        if not name:
+            raise ValueError("a controller needs a name")
+        if workers < 1:
+            raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
+        self.name = name
+        self.reconcile = reconcile
+        self.workers = workers
+        self.max_retries = max_retries
+        self.drain_timeout = drain_timeout
+        self._informers = list(informers)
+        provider = metrics if metrics is not None else get_provider()
+        self._metrics = provider.new_controller_metrics(name, workers)
+        self.queue = AsyncWorkQueue(rate_limiter)
+        self._stop = anyio.Event()
+        self._idle = anyio.Event()
+        self._running = 0
+        self._started = False
+        self.in_flight: set[str] = set()
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add(key)
+
+    def enqueue_after(self, key: str, seconds: float) -> None:
+        self.queue.add_after(key, seconds)
+
+    def watch(self, informer: AsyncSharedIndexInformer,
+              key_func: Callable[[Any], str] = deletion_handling_meta_namespace_key_func) -> None:
+        """Enqueue the key of every object ``informer`` adds, updates or deletes."""
+        async def on_add(obj: Any, initial: bool) -> None:
+            self.queue.add(key_func(obj))
+
+        async def on_update(old: Any, new: Any) -> None:
+            self.queue.add(key_func(new))
+
+        async def on_delete(obj: Any) -> None:
+            self.queue.add(key_func(obj))
+
+        informer.add_event_handler(on_add, on_update, on_delete)
+        self._informers.append(informer)
+
+    def stop(self) -> None:
+        """Stop taking keys; :meth:`run` drains the reconciles in flight and returns."""
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Wait for the caches, reconcile until :meth:`stop` (or cancellation), drain, return.
+
+        Raises:
+            AlreadyStartedError: run a second time.
+        """
+        if self._started:
+            raise AlreadyStartedError(f"controller {self.name} runs once")
+        self._started = True
+        if not await self._caches_synced():
+            return
+        async with anyio.create_task_group() as tg:
+            self.queue.start(tg)
+            self._running = self.workers
+            for i in range(self.workers):
+                tg.start_soon(self._worker, name=f"controller-{self.name}-{i}")
+            await self._stop.wait()
+            self.queue.shut_down()
+            with anyio.move_on_after(self.drain_timeout) as waited:
+                await self._idle.wait()
+            if waited.cancelled_caught:
+                logger.warning('controller "%s": reconciles of %s still running after %gs; '
+                               "cancelled", self.name, sorted(self.in_flight),
+                               self.drain_timeout)
+            tg.cancel_scope.cancel()
+
+    async def _caches_synced(self) -> bool:
+        """Wait until every informer synced (``True``) or :meth:`stop` (``False``)."""
+        async with anyio.create_task_group() as tg:
+            async def synced() -> None:
+                for informer in self._informers:
+                    await informer.wait_synced()
+                tg.cancel_scope.cancel()
+
+            async def stopped() -> None:
+                await self._stop.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(synced)
+            tg.start_soon(stopped)
+        return not self._stop.is_set()
+
+    async def _worker(self) -> None:
+        queue = self.queue
+        try:
+            while True:
+                key = await queue.get()
+                if key is None:
+                    return
+                await self._process(key)
+        finally:
+            self._running -= 1
+            if self._running == 0:
+                self._idle.set()
+
+    async def _process(self, key: str) -> None:
+        metrics = self._metrics
+        start = anyio.current_time()
+        self.in_flight.add(key)
+        metrics.active_workers(1)
+        outcome = RESULT_ERROR
+        try:
+            try:
+                result: object = await self.reconcile(Request.from_key(key))
+            except Exception as err:
+                result = err
+            outcome = settle(self.name, self.queue, metrics, self.max_retries, key, result)
+        finally:
+            metrics.reconciled(outcome, anyio.current_time() - start)
+            metrics.active_workers(-1)
+            self.in_flight.discard(key)
+            self.queue.done(key)
+
+    def __repr__(self) -> str:
+        return f"<AsyncController {self.name}>"

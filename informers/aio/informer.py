@@ -1,0 +1,352 @@
+"""Keeps one cache of a resource current from async code and notifies async handlers and
+subscriptions of its changes: the async driver of a shared informer.
+
+The data flow and every rule are the threaded informer's
+(:mod:`informers.shared_informer`), with the same objects::
+
+    AsyncReflector --(add/update/delete/replace/bookmark)--> RealFIFO --pop--> Indexer
+        --> Subscriptions (typed events) and async handlers
+
+* the reflector's decisions are :class:`~informers.reflector_rules.ReflectorRules`';
+* the queue is the same :class:`~informers.real_fifo.RealFIFO` (client-go v0.36's
+  ``newQueueFIFO`` options), drained by a task that pops what is queued without blocking
+  (:meth:`RealFIFO.pop_batch <informers.real_fifo.RealFIFO.pop_batch>` never waits when the
+  queue is not empty);
+* the cache is the same :class:`~informers.indexer.Indexer`, written by the same
+  :class:`~informers.informer_queue.RealFIFOConsumer` (``process_deltas``), so listers
+  (:class:`~informers.listers.Lister`) read it synchronously;
+* notifications become :mod:`~informers.aio.events` values pushed to each subscription; an async
+  handler is a subscription without bound read by its own task, which awaits the handler for
+  each event in order (client-go's ``processorListener``: one handler's events in order, a slow
+  handler delays only itself). Resync updates are delivered like any update.
+
+Lifecycle: :meth:`AsyncSharedIndexInformer.run` runs in a task until :meth:`stop` (or
+cancellation). Stop order: the reflector's task is cancelled (its watch connection closes), what
+is queued is applied, every subscription is closed (its reader still gets what it buffered),
+handler tasks get ``drain_timeout`` seconds to deliver what they have, then are cancelled.
+One event loop; listers may also be read from other threads (the Indexer is thread-safe).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from informers.aio.events import (
+    DEFAULT_MAX_BUFFER,
+    Added,
+    Deleted,
+    InformerEvent,
+    Subscription,
+    Updated,
+)
+from informers.aio.reflector import AsyncReflector
+from informers.errors import FIFOClosedError, InformerStartedError
+from informers.indexer import Indexer
+from informers.informer_queue import RealFIFOConsumer
+from informers.keys import Indexers, deletion_handling_meta_namespace_key_func
+from informers.processor_listener import ADD, UPDATE
+from informers.real_fifo import RealFIFO
+from informers.reflector_options import ReflectorOptions
+from informers.reflector_rules import ReflectorMetrics
+from informers.resource_version import ResourceVersionWaiter
+from informers.shared_informer import strip_managed_fields
+
+__all__ = ["DEFAULT_DRAIN_TIMEOUT", "AsyncSharedIndexInformer"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DRAIN_TIMEOUT = 5.0
+"""Seconds the handler tasks get, when the informer stops, to deliver what they have queued
+(controller-runtime's ``GracefulShutdownTimeout`` is 30 s for a whole manager; one informer's
+handlers get less)."""
+
+_DRAIN_SLICE = 64  # batches popped before the drain task lets other tasks run
+
+AsyncHandler = Callable[..., Awaitable[None]]
+
+
+class _FifoStore:
+    """The reflector's store: the RealFIFO, waking the drain task after every write."""
+
+    def __init__(self, fifo: RealFIFO, wake: Callable[[], None]) -> None:
+        self.fifo = fifo
+        self._wake = wake
+
+    def add(self, obj: Any) -> None:
+        self.fifo.add(obj)
+        self._wake()
+
+    def update(self, obj: Any) -> None:
+        self.fifo.update(obj)
+        self._wake()
+
+    def delete(self, obj: Any) -> None:
+        self.fifo.delete(obj)
+        self._wake()
+
+    def replace(self, objects: list[Any], resource_version: str) -> None:
+        self.fifo.replace(objects, resource_version)
+        self._wake()
+
+    def resync(self) -> None:
+        self.fifo.resync()
+        self._wake()
+
+    def bookmark(self, resource_version: str) -> None:
+        self.fifo.bookmark(resource_version)
+        self._wake()
+
+
+class AsyncSharedIndexInformer:
+    """A shared informer driven by tasks (see the module docstring).
+
+    Args:
+        list_watch: an :class:`~informers.aio.transport.AsyncListWatch`.
+        indexers: the cache's indexers (name -> function).
+        options: the reflector's :class:`~informers.reflector_options.ReflectorOptions`.
+        resync_period: seconds between resyncs; ``0`` (default) for none.
+        transform: applied to each object before it is cached (default: drop
+            ``metadata.managedFields``, as the threaded informer does); ``None`` for none.
+        drain_timeout: see :data:`DEFAULT_DRAIN_TIMEOUT`.
+        name: for logs; default the resource's name.
+    """
+
+    def __init__(
+        self,
+        list_watch: Any,
+        indexers: Indexers | None = None,
+        *,
+        options: ReflectorOptions | None = None,
+        resync_period: float = 0.0,
+        transform: Callable[[Any], Any] | None = strip_managed_fields,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        name: str | None = None,
+    ) -> None:
+        self.list_watch = list_watch
+        resource = getattr(list_watch, "resource", None)
+        self.resource = resource
+        self.name = name or (str(resource) if resource is not None else "informer")
+        key_func = deletion_handling_meta_namespace_key_func
+        self._indexer = Indexer(key_func, indexers)
+        self._waiter = ResourceVersionWaiter(self._indexer.last_store_sync_resource_version)
+        self._subscriptions: list[Subscription] = []
+        self._consumer = RealFIFOConsumer(self._indexer, self._distribute, threading.RLock(),
+                                          None, self._waiter, self.name, key_func)
+        self._transform = transform
+        self._fifo = self._consumer.new_fifo(transform, None, None)
+        self._wake = anyio.Event()
+        self._reflector = AsyncReflector(list_watch, _FifoStore(self._fifo, self._set_wake),
+                                         options, name=self.name, resync_period=resync_period)
+        self.drain_timeout = drain_timeout
+        self._synced = anyio.Event()
+        self._started = False
+        self._stopped = False
+        self._core_scope: anyio.CancelScope | None = None
+        self._handler_group: Any = None
+        self._handler_tasks = 0
+        self._handlers_idle = anyio.Event()
+        self._handlers_idle.set()
+        self._pending_handlers: list[tuple[Subscription, Any, Any, Any]] = []
+
+    # -- the cache -------------------------------------------------------------------------------
+
+    @property
+    def indexer(self) -> Indexer:
+        """The cache (read it, never write it; listers wrap it)."""
+        return self._indexer
+
+    def has_synced(self) -> bool:
+        """Whether the first list has been applied to the cache and delivered to handlers'
+        queues."""
+        return self._fifo.has_synced()
+
+    async def wait_synced(self) -> None:
+        """Wait until :meth:`has_synced`."""
+        await self._synced.wait()
+
+    def last_sync_resource_version(self) -> str:
+        return self._reflector.last_sync_resource_version()
+
+    @property
+    def reflector_metrics(self) -> ReflectorMetrics:
+        return self._reflector.metrics
+
+    @property
+    def last_sync_error(self) -> BaseException | None:
+        return self._reflector.metrics.last_error
+
+    @property
+    def reflector(self) -> AsyncReflector:
+        return self._reflector
+
+    # -- notifications ---------------------------------------------------------------------------
+
+    def subscribe(self, max_buffer: int | None = DEFAULT_MAX_BUFFER) -> Subscription:
+        """A new :class:`~informers.aio.events.Subscription`, starting with an ``Added``
+        (``is_in_initial_list=True``) for every object already in the cache, then every change
+        (see :mod:`informers.aio.events` for the overflow policy)."""
+        if self._stopped:
+            sub = Subscription(max_buffer)
+            sub.close()
+            return sub
+        sub = Subscription(max_buffer, on_close=self._unsubscribe)
+        for obj in self._indexer.list():
+            sub.push(Added(obj, True))
+        self._subscriptions.append(sub)
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        try:
+            self._subscriptions.remove(sub)
+        except ValueError:
+            pass
+
+    def add_event_handler(
+        self,
+        on_add: AsyncHandler | None = None,
+        on_update: AsyncHandler | None = None,
+        on_delete: AsyncHandler | None = None,
+    ) -> Subscription:
+        """Call async handlers for every event, in order, from a task of this informer:
+        ``await on_add(obj, is_in_initial_list)``, ``await on_update(old, new)``,
+        ``await on_delete(obj)``. An exception is logged; the next event is delivered.
+        Returns the subscription (close it to remove the handler).
+
+        Raises:
+            InformerStartedError: the informer has stopped.
+        """
+        if self._stopped:
+            raise InformerStartedError(f"{self.name}: the informer has stopped")
+        sub = self.subscribe(max_buffer=None)
+        if self._handler_group is not None:
+            self._start_handler(sub, on_add, on_update, on_delete)
+        else:
+            self._pending_handlers.append((sub, on_add, on_update, on_delete))
+        return sub
+
+    def _start_handler(self, sub: Subscription, on_add: Any, on_update: Any,
+                       on_delete: Any) -> None:
+        self._handler_tasks += 1
+        self._handlers_idle = anyio.Event()
+        self._handler_group.start_soon(self._run_handler, sub, on_add, on_update, on_delete)
+
+    async def _run_handler(self, sub: Subscription, on_add: Any, on_update: Any,
+                           on_delete: Any) -> None:
+        try:
+            async for event in sub:
+                try:
+                    if isinstance(event, Added):
+                        if on_add is not None:
+                            await on_add(event.obj, event.is_in_initial_list)
+                    elif isinstance(event, Updated):
+                        if on_update is not None:
+                            await on_update(event.old, event.new)
+                    elif on_delete is not None:
+                        await on_delete(event.obj)
+                except Exception:
+                    logger.exception("%s: event handler failed on %s", self.name,
+                                     type(event).__name__)
+        finally:
+            sub.close()
+            self._handler_tasks -= 1
+            if self._handler_tasks == 0:
+                self._handlers_idle.set()
+
+    def _distribute(self, notification: tuple[Any, Any, Any], is_sync: bool) -> None:
+        kind, a, b = notification
+        event: InformerEvent
+        if kind == ADD:
+            event = Added(a, bool(b))
+        elif kind == UPDATE:
+            event = Updated(a, b)
+        else:
+            event = Deleted(a)
+        for sub in list(self._subscriptions):
+            sub.push(event)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def _set_wake(self) -> None:
+        self._wake.set()
+
+    def _drain_now(self) -> None:
+        """Apply everything queued (never blocks: pops only while the queue is not empty)."""
+        fifo = self._fifo
+        consumer = self._consumer
+        while len(fifo):
+            try:
+                fifo.pop_batch(consumer.handle_batch, consumer.handle)
+            except FIFOClosedError:
+                return
+        if fifo.has_synced():
+            self._synced.set()
+
+    async def _drain_loop(self) -> None:
+        fifo = self._fifo
+        consumer = self._consumer
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            popped = 0
+            while len(fifo):
+                fifo.pop_batch(consumer.handle_batch, consumer.handle)
+                popped += 1
+                if popped % _DRAIN_SLICE == 0:
+                    await anyio.sleep(0)
+            if not self._synced.is_set() and fifo.has_synced():
+                self._synced.set()
+
+    async def run(self) -> None:
+        """Run until :meth:`stop` or cancellation (see the module docstring). Once.
+
+        Raises:
+            InformerStartedError: run a second time.
+        """
+        if self._started:
+            raise InformerStartedError(f"{self.name}: the informer has already run")
+        self._started = True
+        try:
+            async with anyio.create_task_group() as handlers:
+                self._handler_group = handlers
+                for pending in self._pending_handlers:
+                    self._start_handler(*pending)
+                self._pending_handlers.clear()
+                async with anyio.create_task_group() as core:
+                    self._core_scope = core.cancel_scope
+                    if self._stopped:
+                        core.cancel_scope.cancel()
+                    core.start_soon(self._reflector.run)
+                    core.start_soon(self._drain_loop)
+                # stopped: the reflector wrote its last; apply what is queued, end the streams
+                self._finish()
+                with anyio.move_on_after(self.drain_timeout) as waited:
+                    await self._handlers_idle.wait()
+                if waited.cancelled_caught:
+                    logger.warning("%s: event handlers did not finish within %gs; cancelled",
+                                   self.name, self.drain_timeout)
+                handlers.cancel_scope.cancel()
+        finally:
+            self._finish()
+            self._handler_group = None
+
+    def _finish(self) -> None:
+        self._stopped = True
+        if not self._fifo.is_closed():
+            self._drain_now()
+            self._fifo.close()
+        for sub in list(self._subscriptions):
+            sub.close()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to stop (see the module docstring); returns at once."""
+        self._stopped = True
+        if self._core_scope is not None:
+            self._core_scope.cancel()
+
+    def __repr__(self) -> str:
+        return f"<AsyncSharedIndexInformer {self.name}>"
