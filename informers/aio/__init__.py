@@ -7,6 +7,7 @@ client-go rules as the threaded ones, driven by tasks.
   of typed events (:class:`Added`, :class:`Updated`, :class:`Deleted`);
 * :class:`AsyncController`: ``async def reconcile(request)`` on worker tasks, with the threaded
   controller's result rules, per-key exclusivity and rate limiting (:class:`AsyncWorkQueue`);
+* :class:`AsyncClient`: the threaded :class:`~informers.client.Client`'s verbs as coroutines;
 * :class:`AsyncReflector`: the reflector's shared rules (:mod:`informers.reflector_rules`) on
   anyio;
 * :class:`AsyncTransport`, :class:`AsyncListWatch`: httpx with the official ``kubernetes``
@@ -18,6 +19,7 @@ the threaded core imports this package.
 
 from __future__ import annotations
 
+from informers.aio.client import AsyncClient, AsyncStatusWriter
 from informers.aio.controller import AsyncController, AsyncReconcile
 from informers.aio.events import (
     Added,
@@ -35,12 +37,14 @@ from informers.aio.workqueue import AsyncWorkQueue
 
 __all__ = [
     "Added",
+    "AsyncClient",
     "AsyncController",
     "AsyncListWatch",
     "AsyncReconcile",
     "AsyncReflector",
     "AsyncSharedIndexInformer",
     "AsyncSharedInformerFactory",
+    "AsyncStatusWriter",
     "AsyncTransport",
     "AsyncWatchStream",
     "AsyncWorkQueue",
