@@ -8,6 +8,8 @@ client-go rules as the threaded ones, driven by tasks.
 * :class:`AsyncController`: ``async def reconcile(request)`` on worker tasks, with the threaded
   controller's result rules, per-key exclusivity and rate limiting (:class:`AsyncWorkQueue`);
 * :class:`AsyncClient`: the threaded :class:`~informers.client.Client`'s verbs as coroutines;
+* :func:`create_or_update`, :func:`create_or_patch`, :class:`AsyncFinalizers`: the
+  controllerutil helpers with the async client;
 * :class:`AsyncReflector`: the reflector's shared rules (:mod:`informers.reflector_rules`) on
   anyio;
 * :class:`AsyncTransport`, :class:`AsyncListWatch`: httpx with the official ``kubernetes``
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from informers.aio.client import AsyncClient, AsyncStatusWriter
 from informers.aio.controller import AsyncController, AsyncReconcile
+from informers.aio.create_or_update import create_or_patch, create_or_update
 from informers.aio.events import (
     Added,
     Deleted,
@@ -30,6 +33,7 @@ from informers.aio.events import (
     Updated,
 )
 from informers.aio.factory import AsyncSharedInformerFactory
+from informers.aio.finalizers import AsyncCleanup, AsyncFinalizers
 from informers.aio.informer import AsyncSharedIndexInformer
 from informers.aio.reflector import AsyncReflector
 from informers.aio.transport import AsyncListWatch, AsyncTransport, AsyncWatchStream
@@ -37,8 +41,10 @@ from informers.aio.workqueue import AsyncWorkQueue
 
 __all__ = [
     "Added",
+    "AsyncCleanup",
     "AsyncClient",
     "AsyncController",
+    "AsyncFinalizers",
     "AsyncListWatch",
     "AsyncReconcile",
     "AsyncReflector",
@@ -53,4 +59,6 @@ __all__ = [
     "Subscription",
     "SubscriptionOverflowError",
     "Updated",
+    "create_or_patch",
+    "create_or_update",
 ]
