@@ -7,6 +7,8 @@ client-go rules as the threaded ones, driven by tasks.
   of typed events (:class:`Added`, :class:`Updated`, :class:`Deleted`);
 * :class:`AsyncController`: ``async def reconcile(request)`` on worker tasks, with the threaded
   controller's result rules, per-key exclusivity and rate limiting (:class:`AsyncWorkQueue`);
+* :class:`AsyncControllerBuilder`: controller-runtime's builder (``for_``, ``owns``,
+  ``watches``, predicates, options) for an :class:`~informers.aio.manager.AsyncManager`;
 * :class:`AsyncClient`: the threaded :class:`~informers.client.Client`'s verbs as coroutines;
 * :func:`create_or_update`, :func:`create_or_patch`, :class:`AsyncFinalizers`: the
   controllerutil helpers with the async client;
@@ -21,6 +23,7 @@ the threaded core imports this package.
 
 from __future__ import annotations
 
+from informers.aio.builder import AsyncControllerBuilder
 from informers.aio.client import AsyncClient, AsyncStatusWriter
 from informers.aio.controller import AsyncController, AsyncReconcile
 from informers.aio.create_or_update import create_or_patch, create_or_update
@@ -44,6 +47,7 @@ __all__ = [
     "AsyncCleanup",
     "AsyncClient",
     "AsyncController",
+    "AsyncControllerBuilder",
     "AsyncFinalizers",
     "AsyncListWatch",
     "AsyncReconcile",

@@ -48,8 +48,10 @@ class AsyncManager:
         self._started = False
         self._stop_requested = False
 
-    def add(self, controller: AsyncController) -> None:
-        """Run ``controller`` with the manager (before or during :meth:`run`)."""
+    def add(self, controller: AsyncController, needs_leader: bool = True) -> None:
+        """Run ``controller`` with the manager (before :meth:`run`). ``needs_leader``: run it
+        only while this process leads, when the manager elects a leader (controller-runtime
+        ``LeaderElectionRunnable``; the default, as controller-runtime's controllers)."""
         self._controllers.append(controller)
 
     def stop(self) -> None:
