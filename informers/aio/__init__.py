@@ -12,6 +12,8 @@ client-go rules as the threaded ones, driven by tasks.
 * :class:`AsyncClient`: the threaded :class:`~informers.client.Client`'s verbs as coroutines;
 * :func:`create_or_update`, :func:`create_or_patch`, :class:`AsyncFinalizers`: the
   controllerutil helpers with the async client;
+* :class:`AsyncLeaderElector` on an :class:`AsyncLeaseLock`: the threaded elector's
+  decisions (:mod:`informers.leaderelection.election`) on tasks;
 * :class:`AsyncReflector`: the reflector's shared rules (:mod:`informers.reflector_rules`) on
   anyio;
 * :class:`AsyncTransport`, :class:`AsyncListWatch`: httpx with the official ``kubernetes``
@@ -38,6 +40,7 @@ from informers.aio.events import (
 from informers.aio.factory import AsyncSharedInformerFactory
 from informers.aio.finalizers import AsyncCleanup, AsyncFinalizers
 from informers.aio.informer import AsyncSharedIndexInformer
+from informers.aio.leaderelection import AsyncLeaderElector, AsyncLeaseLock
 from informers.aio.reflector import AsyncReflector
 from informers.aio.transport import AsyncListWatch, AsyncTransport, AsyncWatchStream
 from informers.aio.workqueue import AsyncWorkQueue
@@ -49,6 +52,8 @@ __all__ = [
     "AsyncController",
     "AsyncControllerBuilder",
     "AsyncFinalizers",
+    "AsyncLeaderElector",
+    "AsyncLeaseLock",
     "AsyncListWatch",
     "AsyncReconcile",
     "AsyncReflector",

@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_RETRY_PERIOD",
     "JITTER_FACTOR",
     "LeaderElector",
+    "validate_config",
 ]
 
 logger = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ class LeaderElector:
         rng: random.Random | None = None,
         metrics_provider: MetricsProvider | None = None,
     ) -> None:
-        _validate(lock, lease_duration, renew_deadline, retry_period, on_started_leading,
+        validate_config(lock, lease_duration, renew_deadline, retry_period, on_started_leading,
                   on_stopped_leading)
         assert lock is not None and on_started_leading is not None
         assert on_stopped_leading is not None
@@ -377,7 +378,7 @@ class LeaderElector:
             logger.exception("recording event %r for lease %s failed", s, self._lock.describe())
 
 
-def _validate(
+def validate_config(
     lock: ResourceLock | None,
     lease_duration: float,
     renew_deadline: float,
@@ -385,7 +386,12 @@ def _validate(
     on_started_leading: object,
     on_stopped_leading: object,
 ) -> None:
-    """client-go ``NewLeaderElector``'s checks, in its order and with its messages."""
+    """client-go ``NewLeaderElector``'s checks, in its order and with its messages (shared
+    with the async elector).
+
+    Raises:
+        LeaderElectionConfigError: the first check that fails.
+    """
     if lease_duration <= renew_deadline:
         raise LeaderElectionConfigError("leaseDuration must be greater than renewDeadline")
     if renew_deadline <= JITTER_FACTOR * retry_period:
