@@ -233,3 +233,42 @@ async def test_a_manager_that_loses_its_lease_raises(api, anyio_backend):
     assert [str(e) for e in caught] == [f"leader election lost: lease le/{name}"]
     assert spec(api, name)["holderIdentity"] == "other"  # a lost lease is not released
     assert factory.transport is not None and factory.transport.is_closed
+
+
+async def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(api, anyio_backend):
+    # test_leader_elector.py's test_leader_that_cannot_renew_steps_down_before_takeover, on
+    # the async driver: the last renewal at 0, the round starting at 2 gives up at
+    # 2 + renew_deadline = 12; leading() is false from 0 + min(renew_deadline, 15) = 10.
+    name = f"cannot-renew-{anyio_backend}"
+    clock = FakeClock()
+    step = stepping(clock)
+
+    async def sleep(seconds: float) -> None:
+        if clock.now() == 0.0:  # the wait after the renewal at 0: every write fails from here
+            api.fail_next(1000, 500, verb="update", resource="leases")
+        await step(seconds)
+
+    async with AsyncTransport(api.api_client()) as transport:
+        a = AsyncLeaderElector(AsyncLeaseLock(transport, "le", name, "a"), name=name,
+                               clock=clock, sleep=sleep)
+        stepped_down: list[float] = []
+        leading_at: dict[float, bool] = {}
+
+        async def lead() -> None:
+            try:
+                while True:
+                    leading_at[clock.now()] = a.leading()
+                    await anyio.sleep(0.001)
+            finally:
+                stepped_down.append(clock.now())
+
+        try:
+            with anyio.fail_after(WAIT):
+                assert await a.run(lead) is True
+        finally:
+            api.clear_faults()
+    assert stepped_down == [12.0]
+    assert leading_at[0.0] is True
+    assert all(v for t, v in leading_at.items() if t < 10.0)
+    assert [v for t, v in leading_at.items() if t >= 10.0] in ([False], [False, False])
+    assert spec(api, name)["holderIdentity"] == "a"  # not released: it could not write
