@@ -1,7 +1,8 @@
-"""informers.aio.AsyncClient on asyncio and trio against the embedded API server over HTTP: the
-threaded Client's verbs (the requests are built by the same informers.client.requests), its
-typed errors (apply conflicts, stale updates, preconditions) and its retries, against a raw HTTP
-server answering each status."""
+"""informers.aio.AsyncClient on asyncio and trio against the embedded API server and the real
+kube-apiserver (``any_api_server``, for the verbs and apply): the threaded Client's verbs (the
+requests are built by the same informers.client.requests), its typed errors (apply conflicts,
+stale updates, preconditions) and its retries, against a raw HTTP server answering each
+status."""
 
 from __future__ import annotations
 
@@ -61,9 +62,9 @@ def configmap(name: str, ns: str, **data: str) -> dict[str, Any]:
             "metadata": {"name": name, "namespace": ns}, "data": dict(data)}
 
 
-async def test_create_get_list_update_patch_delete(api, anyio_backend):
-    ns = ns_of(api, f"aio-client-verbs-{anyio_backend}")
-    async with AsyncClient(api.api_client(), field_manager=MANAGER) as client:
+async def test_create_get_list_update_patch_delete(any_api_server, anyio_backend):
+    ns = any_api_server.namespace
+    async with AsyncClient(any_api_server.api_client(), field_manager=MANAGER) as client:
         created = await client.create(configmap("a", ns, k="1"))
         assert created["data"] == {"k": "1"}
         got = await client.get("configmaps", "a", ns)
@@ -95,9 +96,9 @@ async def test_create_get_list_update_patch_delete(api, anyio_backend):
         assert [c.get("field") for c in invalid.value.causes] == ["metadata.name"]
 
 
-async def test_apply_creates_then_conflicts_without_force(api, anyio_backend):
-    ns = ns_of(api, f"aio-client-apply-{anyio_backend}")
-    async with AsyncClient(api.api_client(), field_manager=MANAGER) as client:
+async def test_apply_creates_then_conflicts_without_force(any_api_server, anyio_backend):
+    ns = any_api_server.namespace
+    async with AsyncClient(any_api_server.api_client(), field_manager=MANAGER) as client:
         first = await client.apply(configmap("ap", ns, a="1"))
         assert first["data"] == {"a": "1"}
         assert {e["manager"] for e in first["metadata"]["managedFields"]} == {MANAGER}
