@@ -121,7 +121,7 @@ async def test_watches_with_a_map_function_and_an_event_filter(api, anyio_backen
     assert seen == [f"{ns}/for-a"]
 
 
-async def test_a_reconcile_past_its_timeout_is_cancelled_and_retried(api, anyio_backend):
+async def test_a_reconcile_past_its_timeout_is_cancelled_and_retried(api, anyio_backend, caplog):
     ns = fresh(api, f"aio-builder-timeout-{anyio_backend}")
     api.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "slow",
                                                                    "namespace": ns}},
@@ -150,6 +150,7 @@ async def test_a_reconcile_past_its_timeout_is_cancelled_and_retried(api, anyio_
         manager.stop()
     assert attempts == [f"{ns}/slow"] * 2  # the first try and max_retries=1 retry
     assert len(errors) == 2
+    assert f"reconcile of {ns}/slow ran past its 0.05s timeout" in caplog.text
 
 
 def test_misuse_is_a_clear_error():
