@@ -41,7 +41,6 @@ import anyio
 from informers.aio.controller import AsyncController, AsyncReconcile
 from informers.aio.factory import AsyncSharedInformerFactory
 from informers.controller.builder import KindRef, Listers, is_reconciler_factory
-from informers.controller.controller import DEFAULT_MAX_RETRIES
 from informers.controller.enqueue import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
@@ -58,6 +57,13 @@ from informers.resources import Resource, lookup
 from informers.workqueue.rate_limiters import RateLimiter
 
 __all__ = ["AsyncControllerBuilder"]
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
 
 
 class _Manager(Protocol):
@@ -161,7 +167,7 @@ class AsyncControllerBuilder(Generic[ObjectT]):
     def with_options(self, *, workers: int | None = None,
                      rate_limiter: RateLimiter | None = None,
                      reconcile_timeout: float | None = None,
-                     max_retries: int | None = DEFAULT_MAX_RETRIES,
+                     max_retries: int | _Unset | None = _UNSET,
                      drain_timeout: float | None = None,
                      name: str | None = None, metrics: Any = None
                      ) -> AsyncControllerBuilder[ObjectT]:
@@ -183,7 +189,8 @@ class AsyncControllerBuilder(Generic[ObjectT]):
             if reconcile_timeout <= 0:
                 raise ValueError(f"reconcile_timeout must be positive, got {reconcile_timeout}")
             self._options["reconcile_timeout"] = reconcile_timeout
-        self._options["max_retries"] = max_retries
+        if not isinstance(max_retries, _Unset):
+            self._options["max_retries"] = max_retries
         if drain_timeout is not None:
             self._options["drain_timeout"] = drain_timeout
         if metrics is not None:
