@@ -272,3 +272,31 @@ async def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline(api, 
     assert all(v for t, v in leading_at.items() if t < 10.0)
     assert [v for t, v in leading_at.items() if t >= 10.0] in ([False], [False, False])
     assert spec(api, name)["holderIdentity"] == "a"  # not released: it could not write
+
+
+async def test_a_paused_leader_without_a_rival_renews_and_leads_on(api, anyio_backend, caplog):
+    # test_leader_elector.py's case of that name on the async driver: the wait after the
+    # renewal at 0 takes 20 s (the process was paused); a may not act until it renewed.
+    name = f"paused-{anyio_backend}"
+    clock = FakeClock()
+    step = stepping(clock)
+    doubts: list[bool] = []
+
+    async def sleep(seconds: float) -> None:
+        if clock.now() == 0.0:
+            clock.step(20.0)
+            doubts.append(a.leading())
+        await step(0.0 if clock.now() == 20.0 else seconds)
+
+    async with AsyncTransport(api.api_client()) as transport:
+        a = AsyncLeaderElector(AsyncLeaseLock(transport, "le", name, "a"), name=name,
+                               clock=clock, sleep=sleep)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.run, anyio.sleep_forever)
+            await until(lambda: spec(api, name).get("renewTime") ==
+                        "2026-01-01T00:00:20.000000Z")
+            await until(a.leading)
+            tg.cancel_scope.cancel()
+    assert doubts == [False]  # in doubt until the renewal
+    assert "a 2.0s wait took 20.000s (the process was paused or starved); leadership in " \
+           "doubt until the lease is renewed" in caplog.text

@@ -264,7 +264,14 @@ class AsyncLeaderElector:
         desc = self.lock.describe()
         while await self._renew_within_deadline():
             logger.debug("successfully renewed lease %s", desc)
+            slept_from = self.clock.now()
             await self.sleep(self.retry_period)
+            slept = self.clock.now() - slept_from
+            if slept > 2 * self.retry_period:  # as the threaded elector: paused or starved
+                logger.warning("renewing lease %s: a %ss wait took %.3fs (the process was "
+                               "paused or starved); %s", desc, self.retry_period, slept,
+                               "still leading" if self.leading() else
+                               "leadership in doubt until the lease is renewed")
         self._election.set_leading(False)
         logger.info("failed to renew lease %s: stopped leading", desc)
 
