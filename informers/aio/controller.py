@@ -35,11 +35,13 @@ import anyio
 from informers.aio.informer import AsyncSharedIndexInformer
 from informers.aio.workqueue import AsyncWorkQueue
 from informers.controller.controller import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_RETRIES, settle
+from informers.controller.enqueue import EnqueueRequestForObject
 from informers.controller.metrics import RESULT_ERROR, ControllerMetricsProvider, get_provider
+from informers.controller.predicates import Predicate, PredicateFilteredHandler
 from informers.controller.request import Request
 from informers.controller.result import Result
 from informers.errors import AlreadyStartedError
-from informers.keys import deletion_handling_meta_namespace_key_func
+from informers.handlers import ResourceEventHandler
 from informers.workqueue.rate_limiters import RateLimiter
 
 __all__ = ["AsyncController", "AsyncReconcile"]
@@ -108,16 +110,39 @@ class AsyncController:
         self.queue.add_after(key, seconds)
 
     def watch(self, informer: AsyncSharedIndexInformer,
-              key_func: Callable[[Any], str] = deletion_handling_meta_namespace_key_func) -> None:
-        """Enqueue the key of every object ``informer`` adds, updates or deletes."""
+              handler: ResourceEventHandler[Any] | Callable[[Any], ResourceEventHandler[Any]]
+              | None = None,
+              *predicates: Predicate) -> None:
+        """Enqueue keys for ``informer``'s events, filtered by ``predicates``, and wait for
+        ``informer`` to sync before the first reconcile (as
+        :meth:`informers.controller.Controller.watch`).
+
+        Args:
+            informer: an informer of the controller's factory.
+            handler: one of the threaded controller's enqueue handlers
+                (:mod:`informers.controller.enqueue`), or a factory called with this
+                controller to build one (``EnqueueRequestForObject``, the class); default
+                :class:`~informers.controller.enqueue.EnqueueRequestForObject`. It is called
+                from the informer's handler task and only enqueues.
+            *predicates: every one must pass an event
+                (:class:`~informers.controller.predicates.PredicateFilteredHandler`).
+        """
+        if handler is None:
+            handler = EnqueueRequestForObject
+        if isinstance(handler, type) or not isinstance(handler, ResourceEventHandler):
+            handler = handler(self)
+        if predicates:
+            handler = PredicateFilteredHandler(handler, *predicates)
+        sync = handler
+
         async def on_add(obj: Any, initial: bool) -> None:
-            self.queue.add(key_func(obj))
+            sync.on_add(obj, initial)
 
         async def on_update(old: Any, new: Any) -> None:
-            self.queue.add(key_func(new))
+            sync.on_update(old, new)
 
         async def on_delete(obj: Any) -> None:
-            self.queue.add(key_func(obj))
+            sync.on_delete(obj)
 
         informer.add_event_handler(on_add, on_update, on_delete)
         self._informers.append(informer)

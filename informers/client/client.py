@@ -19,20 +19,25 @@ resource cache below is filled idempotently).
 
 from __future__ import annotations
 
-import builtins
 import logging
-import math
-import threading
 from collections.abc import Mapping
 from typing import Any, Literal
-from urllib.parse import urlencode
 
+from informers.client import requests as rq
+from informers.client.requests import (
+    APPLY_PATCH,
+    PATCH_TYPES,
+    ApiRequest,
+    Kinds,
+    PatchType,
+    ResourceRef,
+)
 from informers.client.transport import Transport
 from informers.clock import REAL_CLOCK, Clock
 from informers.deadline import check, remaining
 from informers.errors import ApiConnectionError, StatusError
 from informers.object_type import ObjectT
-from informers.resources import BUILTIN_RESOURCES, Resource, lookup
+from informers.resources import Resource
 
 __all__ = [
     "APPLY_PATCH",
@@ -47,19 +52,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PatchType = Literal["merge", "json", "strategic"]
-
-PATCH_TYPES: dict[str, str] = {
-    "merge": "application/merge-patch+json",
-    "json": "application/json-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-}
-"""The content type of each patch type (apimachinery ``types.PatchType``)."""
-
-APPLY_PATCH = "application/apply-patch+yaml"
-"""Server-side apply's content type (``types.ApplyPatchType``); the body is sent as JSON,
-which is YAML."""
-
 DEFAULT_REQUEST_TIMEOUT = 30.0
 """Seconds for one request, sent as the ``timeout`` query parameter too, in whole seconds
 rounded up (client-go ``rest.Request.Timeout``; 30 s is kubectl's and controller-runtime's
@@ -70,10 +62,6 @@ DEFAULT_MAX_RETRIES = 10
 """Retries of a request answered 429 or 5xx with a ``Retry-After`` header, waiting what it
 says (client-go ``rest.Request``: ``maxRetries: 10``, ``checkWait``). A GET whose connection
 was reset is retried after 1 s too; writes are not (they may have happened)."""
-
-ResourceRef = Resource | str | tuple[str, str, str]
-"""A resource: a :class:`~informers.resources.Resource`, a built-in name (``"pods"``,
-``"deployments.apps"``) or ``(group, version, plural)``."""
 
 
 class Client:
@@ -106,9 +94,7 @@ class Client:
         self.max_retries = max_retries
         self.clock = clock
         self._transport = Transport(api_client, clock=clock)
-        self._kinds: dict[tuple[str, str], Resource] = {
-            (r.api_version, r.kind): r for r in BUILTIN_RESOURCES}
-        self._lock = threading.Lock()
+        self._kinds = Kinds()
 
     # -- resources --------------------------------------------------------------------------
 
@@ -121,34 +107,17 @@ class Client:
             ValueError: neither given, or an object without ``apiVersion``/``kind``.
             NotFound: the server serves no such kind.
         """
-        if isinstance(ref, Resource):
-            return ref
         if ref is not None:
-            return lookup(ref)
-        if obj is None:
-            raise ValueError("a resource or an object is needed")
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        if not isinstance(api_version, str) or not isinstance(kind, str) or not kind:
-            raise ValueError(f"object {_meta(obj).get('name')!r} has no apiVersion and kind")
-        found = self._kinds.get((api_version, kind))
+            return Kinds.ref(ref)
+        api_version, kind = Kinds.kind_of(obj)
+        found = self._kinds.get(api_version, kind)
         if found is None:
-            self._discover(api_version)
-            found = self._kinds.get((api_version, kind))
+            doc = self._do(ApiRequest("GET", Kinds.discovery_path(api_version)))
+            self._kinds.add_discovery(api_version, doc)
+            found = self._kinds.get(api_version, kind)
         if found is None:
-            raise StatusError.from_code(404, f"no kind {kind!r} in {api_version}")
+            raise Kinds.missing(api_version, kind)
         return found
-
-    def _discover(self, api_version: str) -> None:
-        group, _, version = api_version.rpartition("/")
-        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        doc = self._send("GET", path)
-        with self._lock:
-            for entry in doc.get("resources") or []:
-                name = entry.get("name") if isinstance(entry, dict) else None
-                if isinstance(name, str) and "/" not in name and entry.get("kind"):
-                    self._kinds.setdefault((api_version, str(entry["kind"])), Resource(
-                        group, version, name, str(entry["kind"]),
-                        bool(entry.get("namespaced", True))))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -159,8 +128,8 @@ class Client:
         Raises:
             NotFound: no such object.
         """
-        answer: Any = self._send("GET", self.resource(resource).path(namespace, name,
-                                                                     subresource))
+        answer: Any = self._do(rq.get_request(self.resource(resource), name, namespace,
+                                              subresource))
         return answer
 
     def list(self, resource: ResourceRef, namespace: str | None = None, *,
@@ -172,16 +141,9 @@ class Client:
         and ``kind`` back (the server leaves them out), as client-go's decoding does.
         ``object_type`` is the list's type (``PodList``)."""
         res = self.resource(resource)
-        query = [(k, v) for k, v in (("labelSelector", label_selector),
-                                     ("fieldSelector", field_selector),
-                                     ("limit", None if limit is None else str(limit)),
-                                     ("continue", continue_)) if v]
-        answer = self._send("GET", res.path(namespace), query=query)
-        for item in answer.get("items") or []:
-            if isinstance(item, dict):
-                item.setdefault("apiVersion", res.api_version)
-                item.setdefault("kind", res.kind)
-        typed: Any = answer
+        answer = self._do(rq.list_request(res, namespace, label_selector, field_selector,
+                                          limit, continue_))
+        typed: Any = rq.finish_list(answer, res)
         return typed
 
     # -- writes -----------------------------------------------------------------------------
@@ -196,8 +158,8 @@ class Client:
             Invalid: the object failed validation (``causes`` names the fields).
         """
         res = self.resource(resource, obj)
-        ns = namespace or _meta(obj).get("namespace")
-        answer: Any = self._send("POST", res.path(ns), obj, query=self._write_query())
+        answer: Any = self._do(rq.create_request(res, obj, namespace, self.field_manager,
+                                                 self.dry_run))
         return answer
 
     def update(self, obj: Mapping[str, Any], *, resource: ResourceRef | None = None,
@@ -211,9 +173,8 @@ class Client:
             NotFound: it is gone.
         """
         res = self.resource(resource, obj)
-        meta = _meta(obj)
-        path = res.path(meta.get("namespace"), _name_of(obj), subresource)
-        answer: Any = self._send("PUT", path, obj, query=self._write_query())
+        answer: Any = self._do(rq.update_request(res, obj, subresource, self.field_manager,
+                                                 self.dry_run))
         return answer
 
     def update_status(self, obj: Mapping[str, Any], *, resource: ResourceRef | None = None,
@@ -235,13 +196,9 @@ class Client:
         Raises:
             UnsupportedMediaType: a strategic merge patch of a custom resource.
         """
-        content_type = PATCH_TYPES.get(patch_type)
-        if content_type is None:
-            raise ValueError(f"patch_type must be one of {sorted(PATCH_TYPES)}, "
-                             f"not {patch_type!r}")
-        path = self.resource(resource).path(namespace, name, subresource)
-        answer: Any = self._send("PATCH", path, patch, content_type=content_type,
-                                 query=self._write_query())
+        res = self.resource(resource)
+        answer: Any = self._do(rq.patch_request(res, name, patch, namespace, patch_type,
+                                                subresource, self.field_manager, self.dry_run))
         return answer
 
     def patch_status(self, resource: ResourceRef, name: str, patch: Any,
@@ -268,16 +225,10 @@ class Client:
             Conflict: another manager owns a field with another value, without ``force``;
                 ``causes`` names each field.
         """
-        manager = field_manager or self.field_manager
-        if not manager:
-            raise ValueError("server-side apply needs a field_manager (the client's or this "
-                             "call's)")
+        manager = rq.apply_manager(field_manager or self.field_manager)
         res = self.resource(resource, obj)
-        path = res.path(_meta(obj).get("namespace"), _name_of(obj), subresource)
-        query = self._write_query(manager)
-        if force:
-            query.append(("force", "true"))
-        answer: Any = self._send("PATCH", path, obj, content_type=APPLY_PATCH, query=query)
+        answer: Any = self._do(rq.apply_request(res, obj, force, manager, subresource,
+                                                self.dry_run))
         return answer
 
     def apply_status(self, obj: Mapping[str, Any], *, force: bool = False,
@@ -306,18 +257,9 @@ class Client:
         Raises:
             NotFound: already gone.
         """
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version))
-                         if v is not None}
-        if preconditions:
-            body["preconditions"] = preconditions
-        if propagation_policy is not None:
-            body["propagationPolicy"] = propagation_policy
-        if grace_period_seconds is not None:
-            body["gracePeriodSeconds"] = grace_period_seconds
-        if self.dry_run:
-            body["dryRun"] = ["All"]
-        return self._send("DELETE", self.resource(resource).path(namespace, name), body)
+        return self._do(rq.delete_request(self.resource(resource), name, namespace, uid,
+                                          resource_version, propagation_policy,
+                                          grace_period_seconds, self.dry_run))
 
     @property
     def status(self) -> StatusWriter:
@@ -342,59 +284,27 @@ class Client:
 
     # -- the wire ---------------------------------------------------------------------------
 
-    def _write_query(self, field_manager: str | None = None) -> builtins.list[tuple[str, str]]:
-        query: builtins.list[tuple[str, str]] = []
-        manager = field_manager or self.field_manager
-        if manager:
-            query.append(("fieldManager", manager))
-        if self.dry_run:
-            query.append(("dryRun", "All"))
-        return query
-
-    def _send(self, method: str, path: str, body: Any = None, *,
-              content_type: str = "application/json",
-              query: builtins.list[tuple[str, str]] | None = None) -> dict[str, Any]:
-        query = list(query or ())
-        timeout = self.request_timeout
-        left = check(f"{method} {path}")
-        if left is not None:  # a reconcile's deadline (informers.deadline) cuts the timeout
-            timeout = left if timeout is None else min(timeout, left)
-        if timeout:
-            query.append(("timeout", f"{max(1, math.ceil(timeout))}s"))
-        target = path + ("?" + urlencode(query) if query else "")
+    def _do(self, request: ApiRequest) -> dict[str, Any]:
+        """Send ``request`` with the timeout and retries of :mod:`informers.client.requests`."""
+        method = request.method
+        what = f"{method} {request.path}"
+        path, timeout = rq.target(request, self.request_timeout, check(what))
         attempt = 0
         while True:
             try:
-                return self._transport.request(method, target, body, content_type=content_type,
+                return self._transport.request(method, path, request.body,
+                                               content_type=request.content_type,
                                                request_timeout=timeout)
-            except StatusError as err:
-                wait = err.retry_after if (err.code == 429 or err.code >= 500) else None
-                if wait is None or attempt >= self.max_retries:
+            except (StatusError, ApiConnectionError) as err:
+                wait = rq.retry_wait(method, err, attempt, self.max_retries)
+                if wait is None:
                     raise
-            except ApiConnectionError as err:
-                # client-go retries a GET whose connection was reset (not refused, not timed
-                # out), with an artificial Retry-After of 1 s.
-                if method != "GET" or err.refused or err.timeout or attempt >= self.max_retries:
-                    raise
-                wait = 1.0
+                left = remaining()
+                if left is not None and left < wait:
+                    raise  # no time left for the wait (client-go: the context ends retries)
             attempt += 1
-            left = remaining()
-            if left is not None and left < wait:
-                raise  # no time left for the wait (client-go: the context ends the retries)
-            logger.debug("%s %s: retry %d in %gs", method, path, attempt, wait)
+            logger.debug("%s: retry %d in %gs", what, attempt, wait)
             self.clock.sleep(wait)
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _name_of(obj: Mapping[str, Any]) -> str:
-    name = _meta(obj).get("name")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"object of kind {obj.get('kind')!r} has no metadata.name")
-    return name
 
 
 class StatusWriter:
@@ -413,9 +323,8 @@ class StatusWriter:
     def patch(self, obj: Mapping[str, Any], patch: Any, *, patch_type: PatchType = "merge",
               object_type: type[ObjectT] | None = None) -> ObjectT:
         """PATCH the status of ``obj`` with ``patch`` (e.g. ``{"status": {...}}``)."""
-        meta = _meta(obj)
-        return self._client.patch(self._client.resource(None, obj), _name_of(obj), patch,
-                                  meta.get("namespace"), patch_type=patch_type,
+        return self._client.patch(self._client.resource(None, obj), rq.name_of(obj), patch,
+                                  rq.meta(obj).get("namespace"), patch_type=patch_type,
                                   subresource="status", object_type=object_type)
 
     def apply(self, obj: Mapping[str, Any], *, force: bool = False,

@@ -53,12 +53,20 @@ from informers.controller.result import Result
 from informers.deadline import deadline
 from informers.errors import DeadlineExceededError
 from informers.factory import SharedInformerFactory
+from informers.indexer import Indexer
 from informers.listers import Lister
 from informers.object_type import ObjectT, OtherObjectT
 from informers.resources import Resource, lookup
 from informers.workqueue.rate_limiters import RateLimiter
 
-__all__ = ["ControllerBuilder", "KindRef", "Listers", "LowPriorityWhenUnchanged", "Reconciler"]
+__all__ = [
+    "ControllerBuilder",
+    "KindRef",
+    "Listers",
+    "LowPriorityWhenUnchanged",
+    "Reconciler",
+    "is_reconciler_factory",
+]
 
 KindRef = Resource | str | tuple[str, str, str]
 """A kind to watch: a :class:`~informers.resources.Resource` (any kind, custom ones
@@ -95,17 +103,22 @@ class Listers(Generic[ObjectT]):
     kind's static type (``for_``'s ``object_type``; default ``dict[str, Any]``).
     """
 
-    def __init__(self, primary: Resource, factory: SharedInformerFactory) -> None:
+    def __init__(self, primary: Resource, factory: SharedInformerFactory | None = None, *,
+                 indexer_of: Callable[[Resource], Indexer] | None = None) -> None:
         self.primary_resource = primary
-        self._factory = factory
+        if indexer_of is None:
+            if factory is None:
+                raise ValueError("Listers needs a factory or an indexer_of function")
+            indexer_of = lambda res: factory.informer_for(res).get_indexer()  # noqa: E731
+        self._indexer_of = indexer_of
         self._by_resource: dict[Resource, Lister[Any]] = {}
 
     def _add(self, res: Resource) -> Lister[Any]:
         lister = self._by_resource.get(res)
-        informer = self._factory.informer_for(res)
-        if lister is None or lister.indexer is not informer.get_indexer():
+        indexer = self._indexer_of(res)
+        if lister is None or lister.indexer is not indexer:
             # new, or the factory was reset (a restarted manager): follow the new cache
-            lister = self._by_resource[res] = Lister(informer.get_indexer(), res)
+            lister = self._by_resource[res] = Lister(indexer, res)
         return lister
 
     @property
@@ -321,7 +334,7 @@ class ControllerBuilder(Generic[ObjectT]):
             raise ValueError("this builder already built its controller")
         primary = self._need_primary("complete")
         listers = self._require(self._listers)
-        fn: Reconciler = reconcile(listers) if _is_factory(reconcile) else reconcile  # type: ignore[assignment,arg-type]
+        fn: Reconciler = reconcile(listers) if is_reconciler_factory(reconcile) else reconcile  # type: ignore[assignment,arg-type]
         options = dict(self._options)
         timeout = options.pop("reconcile_timeout", None)
         clock = options.get("clock")
@@ -371,7 +384,9 @@ def _real() -> Clock:
     return REAL_CLOCK
 
 
-def _is_factory(fn: Callable[..., Any]) -> bool:
+def is_reconciler_factory(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is ``make(listers)`` rather than ``reconcile(request)``: one parameter,
+    named ``listers`` or annotated :class:`Listers` (shared with the async builder)."""
     try:
         params = builtins.list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

@@ -18,12 +18,14 @@ from __future__ import annotations
 import copy
 import enum
 from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from informers.client.client import Client
 from informers.errors import NotFound
 
-__all__ = ["MutateFn", "OperationResult", "create_or_patch", "create_or_update", "merge_patch"]
+__all__ = ["MutateFn", "OperationResult", "PatchPlan", "checked_mutate", "create_or_patch",
+           "create_or_update", "merge_patch", "object_key", "patch_plan", "replace_with"]
 
 MutateFn = Callable[[dict[str, Any]], None]
 """Edits the object in place to its desired state."""
@@ -40,19 +42,26 @@ class OperationResult(str, enum.Enum):
     UPDATED_STATUS_ONLY = "updatedStatusOnly"
 
 
-def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, name)`` of ``obj``."""
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
-def _mutate(mutate: MutateFn | None, key: tuple[str, str], obj: dict[str, Any]) -> None:
+def checked_mutate(mutate: MutateFn | None, key: tuple[str, str], obj: dict[str, Any]) -> None:
+    """Call ``mutate`` on ``obj``.
+
+    Raises:
+        ValueError: it changed the name or namespace (``key``).
+    """
     if mutate is not None:
         mutate(obj)
-    if _key(obj) != key:
+    if object_key(obj) != key:
         raise ValueError("MutateFn cannot mutate object name and/or object namespace")
 
 
-def _replace(obj: MutableMapping[str, Any], answer: dict[str, Any]) -> None:
+def replace_with(obj: MutableMapping[str, Any], answer: dict[str, Any]) -> None:
+    """Make ``obj`` (in place) the server's ``answer``."""
     obj.clear()
     obj.update(answer)
 
@@ -64,13 +73,13 @@ def _get_or_create(client: Client, obj: MutableMapping[str, Any], key: tuple[str
     current = _get(client, obj)
     if current is None:
         desired = copy.deepcopy(dict(obj))
-        _mutate(mutate, key, desired)
-        _replace(obj, client.create(desired))
+        checked_mutate(mutate, key, desired)
+        replace_with(obj, client.create(desired))
     return current
 
 
 def _get(client: Client, obj: MutableMapping[str, Any]) -> dict[str, Any] | None:
-    namespace, name = _key(obj)
+    namespace, name = object_key(obj)
     res = client.resource(None, obj)  # an unknown kind's NotFound is not a missing object
     try:
         current = client.get(res, name, namespace or None)
@@ -91,17 +100,17 @@ def create_or_update(client: Client, obj: Mapping[str, Any],
         StatusError: the read (other than 404) or the write failed; ``mutate`` is not
             called when the read failed.
     """
-    key = _key(obj)
+    key = object_key(obj)
     target = cast("MutableMapping[str, Any]", obj)  # a dict or a TypedDict: set in place
     current = _get_or_create(client, target, key, mutate)
     if current is None:
         return OperationResult.CREATED
     existing = copy.deepcopy(current)
-    _mutate(mutate, key, current)
+    checked_mutate(mutate, key, current)
     if current == existing:
-        _replace(target, current)
+        replace_with(target, current)
         return OperationResult.NONE
-    _replace(target, client.update(current))
+    replace_with(target, client.update(current))
     return OperationResult.UPDATED
 
 
@@ -133,27 +142,50 @@ def create_or_patch(client: Client, obj: Mapping[str, Any],
     Raises:
         as :func:`create_or_update`.
     """
-    key = _key(obj)
+    key = object_key(obj)
     target = cast("MutableMapping[str, Any]", obj)  # a dict or a TypedDict: set in place
     current = _get_or_create(client, target, key, mutate)
     if current is None:
         return OperationResult.CREATED
     before = copy.deepcopy(current)
-    _mutate(mutate, key, current)
-    before_status, after_status = before.pop("status", None), current.get("status")
-    after = {k: v for k, v in current.items() if k != "status"}
+    checked_mutate(mutate, key, current)
+    plan = patch_plan(before, current)
     res = client.resource(None, current)
     namespace, name = key
-    result = OperationResult.NONE
     answer = current
-    if before != after:
-        answer = client.patch(res, name, merge_patch(before, after), namespace or None)
-        result = OperationResult.UPDATED
-    if ("status" in current or before_status is not None) and before_status != after_status:
-        answer = client.patch_status(
-            res, name, {"status": merge_patch(before_status or {}, after_status or {})},
-            namespace or None)
-        result = (OperationResult.UPDATED_STATUS if result is OperationResult.UPDATED
+    if plan.patch is not None:
+        answer = client.patch(res, name, plan.patch, namespace or None)
+    if plan.status_patch is not None:
+        answer = client.patch_status(res, name, plan.status_patch, namespace or None)
+    replace_with(target, answer)
+    return plan.result
+
+
+@dataclass(frozen=True)
+class PatchPlan:
+    """What :func:`create_or_patch` writes: the merge patch of the object without ``status``
+    and the one of the ``status`` subresource (``None``: nothing to write), and the result."""
+
+    patch: dict[str, Any] | None
+    status_patch: dict[str, Any] | None
+    result: OperationResult
+
+
+def patch_plan(before: Mapping[str, Any], after: Mapping[str, Any]) -> PatchPlan:
+    """The patches that turn the live object ``before`` into ``mutate``'s ``after``
+    (controller-runtime ``CreateOrPatch``: the object first, then the status when it changed;
+    shared by the threaded and the async helper)."""
+    before_status, after_status = before.get("status"), after.get("status")
+    before_rest = {k: v for k, v in before.items() if k != "status"}
+    after_rest = {k: v for k, v in after.items() if k != "status"}
+    patch = merge_patch(before_rest, after_rest) if before_rest != after_rest else None
+    status_patch = None
+    if ("status" in after or before_status is not None) and before_status != after_status:
+        status_patch = {"status": merge_patch(before_status or {}, after_status or {})}
+    if patch is None:
+        result = (OperationResult.NONE if status_patch is None
                   else OperationResult.UPDATED_STATUS_ONLY)
-    _replace(target, answer)
-    return result
+    else:
+        result = (OperationResult.UPDATED if status_patch is None
+                  else OperationResult.UPDATED_STATUS)
+    return PatchPlan(patch, status_patch, result)

@@ -32,7 +32,10 @@ __all__ = [
     "FinalizerError",
     "Finalizers",
     "add_finalizer",
+    "cleaned_up",
     "contains_finalizer",
+    "finalize_step",
+    "finalizers_patch",
     "is_being_deleted",
     "remove_finalizer",
 ]
@@ -143,21 +146,16 @@ class Finalizers:
         result with its error, which a raising Python function cannot: a failed cleanup
         counts as no change)."""
         result = FinalizeResult()
-        deleting = is_being_deleted(obj)
         for key, cleanup in self._cleanups.items():
-            if not deleting and not contains_finalizer(obj, key):
-                add_finalizer(obj, key)
-                result.updated = True
-            elif deleting and contains_finalizer(obj, key):
-                try:
-                    got = cleanup(obj)  # type: ignore[arg-type]
-                except Exception as err:
-                    result.errors[key] = err
-                    continue
-                result.updated = True
-                remove_finalizer(obj, key)
-                if got is not None and got.status_updated:
-                    result.status_updated = True
+            step = finalize_step(obj, key, result)
+            if step is None:
+                continue
+            try:
+                got = cleanup(obj)  # type: ignore[arg-type]
+            except Exception as err:
+                result.errors[key] = err
+                continue
+            cleaned_up(obj, key, got, result)
         return result
 
     def run(self, client: _Patcher, obj: Mapping[str, Any]) -> bool:
@@ -174,15 +172,43 @@ class Finalizers:
         result = self.finalize(obj)
         if result.updated:
             meta = obj["metadata"]
-            answer = client.patch(
-                client.resource(None, obj), meta["name"],
-                {"metadata": {"finalizers": meta.get("finalizers") or None,
-                              "resourceVersion": meta.get("resourceVersion")}},
-                meta.get("namespace"))
+            answer = client.patch(client.resource(None, obj), meta["name"],
+                                  finalizers_patch(obj), meta.get("namespace"))
             target = cast("MutableMapping[str, Any]", obj)  # a dict or a TypedDict
             target.clear()
             target.update(answer)
         if result.errors:
             raise FinalizerError(result.errors)
         return is_being_deleted(obj)
+
+
+def finalize_step(obj: Mapping[str, Any], key: str, result: FinalizeResult) -> str | None:
+    """One registered finalizer's step of ``Finalizers.Finalize``: a live object without it
+    gets it (``result.updated``); an object being deleted with it needs its cleanup (``key``
+    is answered: run the cleanup, then :func:`cleaned_up`); else nothing (``None``). Shared
+    by the threaded and the async :class:`Finalizers`."""
+    deleting = is_being_deleted(obj)
+    if not deleting and not contains_finalizer(obj, key):
+        add_finalizer(obj, key)
+        result.updated = True
+    elif deleting and contains_finalizer(obj, key):
+        return key
+    return None
+
+
+def cleaned_up(obj: Mapping[str, Any], key: str, got: FinalizeResult | None,
+               result: FinalizeResult) -> None:
+    """After ``key``'s cleanup returned ``got``: remove its finalizer, note the changes."""
+    result.updated = True
+    remove_finalizer(obj, key)
+    if got is not None and got.status_updated:
+        result.status_updated = True
+
+
+def finalizers_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The merge patch writing ``obj``'s finalizer list, conditional on its
+    ``resourceVersion`` (controller-runtime ``client.MergeFromWithOptimisticLock``)."""
+    meta = obj["metadata"]
+    return {"metadata": {"finalizers": meta.get("finalizers") or None,
+                         "resourceVersion": meta.get("resourceVersion")}}
 

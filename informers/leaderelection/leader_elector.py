@@ -29,11 +29,11 @@ import random
 import threading
 from collections.abc import Callable
 
-from informers.client.api_call import status_code
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import LeaderElectionConfigError
+from informers.leaderelection.election import Election, drive, renew_verdict
 from informers.leaderelection.metrics import LeaderMetric, MetricsProvider, get_provider
-from informers.leaderelection.resource_lock import LeaderElectionRecord, ResourceLock
+from informers.leaderelection.resource_lock import ResourceLock
 
 __all__ = [
     "DEFAULT_LEASE_DURATION",
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_RETRY_PERIOD",
     "JITTER_FACTOR",
     "LeaderElector",
+    "validate_config",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,8 +60,6 @@ DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
 """Seconds between attempts to acquire or renew."""
 
-_HTTP_NOT_FOUND = 404
-_HTTP_CONFLICT = 409
 
 
 class LeaderElector:
@@ -141,7 +140,7 @@ class LeaderElector:
         rng: random.Random | None = None,
         metrics_provider: MetricsProvider | None = None,
     ) -> None:
-        _validate(lock, lease_duration, renew_deadline, retry_period, on_started_leading,
+        validate_config(lock, lease_duration, renew_deadline, retry_period, on_started_leading,
                   on_stopped_leading)
         assert lock is not None and on_started_leading is not None
         assert on_stopped_leading is not None
@@ -159,19 +158,11 @@ class LeaderElector:
         self._rng = rng or random.Random()
         self._metrics: LeaderMetric = (metrics_provider or get_provider()).new_leader_metric()
 
-        # Guards the observed record and time (client-go observedRecordLock).
-        self._observed_lock = threading.Lock()
-        self._observed_record = LeaderElectionRecord()
-        self._observed_time = 0.0
-        # Also under _observed_lock: whether this participant leads (acquired, not stepped
-        # down) and the clock time at which its last successful acquire/renew started.
-        self._leading = False
-        self._renewed_at = 0.0
-        # How long after _renewed_at this participant may act (see the module docstring).
-        self._authority = min(renew_deadline, float(int(lease_duration)))
+        # The observed record, its local observation time and the decisions (shared with
+        # the async elector).
+        self._election = Election(self._identity, lease_duration, renew_deadline,
+                                  lock.describe, name, clock, self._metrics)
         # Touched only by the run() thread.
-        self._observed_raw_record: bytes | None = None
-        self._reported_leader = ""
         self._leader_thread: threading.Thread | None = None
         self._notify_threads: list[threading.Thread] = []  # on_new_leader calls
 
@@ -185,30 +176,22 @@ class LeaderElector:
 
     def get_leader(self) -> str:
         """The holder in the last observed record, ``""`` if none was observed yet."""
-        with self._observed_lock:
-            return self._observed_record.holder_identity
+        return self._election.get_leader()
 
     def is_leader(self) -> bool:
         """Whether the last observed record names this participant as holder (client-go
         ``IsLeader``). Says nothing about how old that observation is: guard actions with
         :meth:`leading` instead."""
-        return self.get_leader() == self._identity
+        return self._election.is_leader()
 
     def leading(self) -> bool:
         """Whether this participant may act as leader now: it acquired the lease, has not
         stepped down, and its last successful acquire or renew started less than
         ``min(renew_deadline, int(lease_duration))`` seconds ago on its clock."""
-        now = self._clock.now()
-        with self._observed_lock:
-            return (
-                self._leading
-                and self._observed_record.holder_identity == self._identity
-                and now < self._renewed_at + self._authority
-            )
+        return self._election.leading()
 
     def _set_leading(self, leading: bool) -> None:
-        with self._observed_lock:
-            self._leading = leading
+        self._election.set_leading(leading)
 
     def check(self, max_tolerable_expired_lease: float) -> str | None:
         """Health check (client-go ``Check``): ``None`` when healthy, else an error message.
@@ -218,33 +201,7 @@ class LeaderElector:
         and reports ``failed election to renew leadership on lease <name>``. A non-leader is
         always healthy.
         """
-        with self._observed_lock:
-            leading = self._observed_record.holder_identity == self._identity
-            last = self._observed_time
-        if not leading:
-            return None
-        if self._clock.now() - last > self.lease_duration + max_tolerable_expired_lease:
-            return f"failed election to renew leadership on lease {self.name}"
-        return None
-
-    def _set_observed_record(
-        self, record: LeaderElectionRecord, renewed_at: float | None = None
-    ) -> None:
-        """Record what was observed; ``renewed_at`` is the start of the attempt that just
-        wrote ``record`` as ours (the base of :meth:`leading`)."""
-        with self._observed_lock:
-            self._observed_record = record
-            self._observed_time = self._clock.now()
-            if renewed_at is not None:
-                self._renewed_at = renewed_at
-
-    def _get_observed_record(self) -> LeaderElectionRecord:
-        with self._observed_lock:
-            return self._observed_record
-
-    def _is_lease_valid(self, now: float) -> bool:
-        with self._observed_lock:
-            return self._observed_time + self._observed_record.lease_duration_seconds > now
+        return self._election.check(max_tolerable_expired_lease)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -363,32 +320,19 @@ class LeaderElector:
         """
         desc = self._lock.describe()
         deadline = self._clock.now() + self.renew_deadline
-        with self._observed_lock:
-            # From here on a standby that saw our last renewal may take over.
-            expiry = self._renewed_at + int(self.lease_duration)
+        expiry = self._election.expiry()  # from here on a standby may take over
         while True:
             if stop.is_set():
                 return None
             if self._try_acquire_or_renew():
                 return True
-            holder = self.get_leader()
-            if holder and holder != self._identity:
-                logger.info("lease %s is held by %s: stopping leading at once", desc, holder)
-                return False
             now = self._clock.now()
-            if now >= expiry:
-                logger.info(
-                    "lease %s expired %.3fs ago for the other candidates and was not renewed: "
-                    "stopping leading at once",
-                    desc,
-                    now - expiry,
-                )
+            verdict = renew_verdict(self.get_leader(), self._identity, now, expiry, deadline,
+                                    self.renew_deadline)
+            if verdict is not None:
+                logger.info("lease %s %s", desc, verdict)
                 return False
-            remaining = deadline - now
-            if remaining <= 0:
-                logger.info("lease %s not renewed within %ss", desc, self.renew_deadline)
-                return False
-            if self._clock.sleep(min(self.retry_period, remaining), stop):
+            if self._clock.sleep(min(self.retry_period, deadline - now), stop):
                 return None
             if self._clock.now() >= deadline:
                 return False
@@ -397,134 +341,18 @@ class LeaderElector:
 
     def _try_acquire_or_renew(self) -> bool:
         """One attempt to acquire or renew (client-go ``tryAcquireOrRenew``); True on success."""
-        now = self._clock.now()
-        wall = self._clock.wall()
-        desc = self._lock.describe()
-        lease_seconds = int(self.lease_duration)
-
-        # 1. Fast path: the leader updates optimistically from the record it last wrote.
-        if self.is_leader() and self._is_lease_valid(now):
-            old = self._get_observed_record()
-            record = LeaderElectionRecord(
-                holder_identity=self._identity,
-                lease_duration_seconds=lease_seconds,
-                acquire_time=old.acquire_time,
-                renew_time=wall,
-                leader_transitions=old.leader_transitions,
-            )
-            try:
-                self._lock.update(record)
-            except Exception as e:
-                logger.debug(
-                    "failed to update lease %s optimistically, falling back to slow path: %s",
-                    desc,
-                    e,
-                )
-            else:
-                self._set_observed_record(record, renewed_at=now)
-                return True
-
-        # 2. Obtain or create the record.
-        try:
-            old, raw = self._lock.get()
-        except Exception as e:
-            if status_code(e) != _HTTP_NOT_FOUND:
-                logger.error("error retrieving lease lock %s: %s", desc, e)
-                return False
-            record = LeaderElectionRecord(
-                holder_identity=self._identity,
-                lease_duration_seconds=lease_seconds,
-                acquire_time=wall,
-                renew_time=wall,
-            )
-            try:
-                self._lock.create(record)
-            except Exception as ce:
-                logger.error("error initially creating lease lock %s: %s", desc, ce)
-                return False
-            self._set_observed_record(record, renewed_at=now)
-            return True
-
-        # 3. The record changed since we last looked: restart our local expiry timer.
-        if raw != self._observed_raw_record:
-            self._set_observed_record(old)
-            self._observed_raw_record = raw
-        if old.holder_identity and self._is_lease_valid(now) and not self.is_leader():
-            logger.debug(
-                "lease %s is held by %s and has not yet expired", desc, old.holder_identity
-            )
-            return False
-
-        # 4. Take over (a new transition) or renew (keep acquire time and transitions).
-        if self.is_leader():
-            acquire_time, transitions = old.acquire_time, old.leader_transitions
-            self._metrics.slowpath_exercised(self.name)
-        else:
-            acquire_time, transitions = wall, old.leader_transitions + 1
-        record = LeaderElectionRecord(
-            holder_identity=self._identity,
-            lease_duration_seconds=lease_seconds,
-            acquire_time=acquire_time,
-            renew_time=wall,
-            leader_transitions=transitions,
-        )
-        try:
-            self._lock.update(record)
-        except Exception as e:
-            logger.error("failed to update lease %s: %s", desc, e)
-            return False
-        self._set_observed_record(record, renewed_at=now)
-        return True
+        return drive(self._election.try_acquire_or_renew(), self._lock)
 
     def _release(self) -> bool:
-        """Give the lease up if we hold it (client-go ``release``/``tryRelease``).
-
-        Re-reads the lease; writes holder ``""``, duration 1 s, acquire and renew time now
-        and the transitions unchanged; retries a Conflict until ``renew_deadline`` passes.
-        Unlike client-go, it checks the holder in the record it just read (not only the one it
-        last observed), so it never clears a lease someone else has taken over meanwhile.
-        """
-        desc = self._lock.describe()
-        deadline = self._clock.now() + self.renew_deadline
-        while True:
-            try:
-                old, _ = self._lock.get()
-            except Exception as e:
-                if status_code(e) == _HTTP_NOT_FOUND:
-                    logger.info("lease lock %s not found", desc)
-                else:
-                    logger.error("error retrieving lease lock %s: %s", desc, e)
-                return False
-            if not self.is_leader() or old.holder_identity != self._identity:
-                return True
-            wall = self._clock.wall()
-            record = LeaderElectionRecord(
-                holder_identity="",
-                lease_duration_seconds=1,
-                acquire_time=wall,
-                renew_time=wall,
-                leader_transitions=old.leader_transitions,
-            )
-            try:
-                self._lock.update(record)
-            except Exception as e:
-                if status_code(e) == _HTTP_CONFLICT and self._clock.now() < deadline:
-                    logger.debug("conflict when releasing lease %s, retrying", desc)
-                    continue
-                logger.error("failed to release lease %s: %s", desc, e)
-                return False
-            self._set_observed_record(record)
-            logger.info("released lease %s", desc)
-            return True
+        """Give the lease up if we hold it (client-go ``release``; see
+        :meth:`informers.leaderelection.election.Election.release`)."""
+        return drive(self._election.release(), self._lock)
 
     # -- reporting ---------------------------------------------------------------------------
 
     def _maybe_report_transition(self) -> None:
-        holder = self.get_leader()
-        if holder == self._reported_leader:
-            return
-        self._reported_leader = holder
-        if self._on_new_leader is None:
+        holder = self._election.transition()
+        if holder is None or self._on_new_leader is None:
             return
         thread = threading.Thread(
             target=self._call_new_leader,
@@ -550,7 +378,7 @@ class LeaderElector:
             logger.exception("recording event %r for lease %s failed", s, self._lock.describe())
 
 
-def _validate(
+def validate_config(
     lock: ResourceLock | None,
     lease_duration: float,
     renew_deadline: float,
@@ -558,7 +386,12 @@ def _validate(
     on_started_leading: object,
     on_stopped_leading: object,
 ) -> None:
-    """client-go ``NewLeaderElector``'s checks, in its order and with its messages."""
+    """client-go ``NewLeaderElector``'s checks, in its order and with its messages (shared
+    with the async elector).
+
+    Raises:
+        LeaderElectionConfigError: the first check that fails.
+    """
     if lease_duration <= renew_deadline:
         raise LeaderElectionConfigError("leaseDuration must be greater than renewDeadline")
     if renew_deadline <= JITTER_FACTOR * retry_period:

@@ -19,7 +19,15 @@ from informers.errors import LeaseNotInitializedError
 from informers.leaderelection.resource_lock import LeaderElectionRecord
 from informers.meta_time import format_micro_time, parse_time
 
-__all__ = ["EventfRecorder", "LeaseLock", "lease_spec_to_record", "record_to_lease_spec"]
+__all__ = [
+    "EventfRecorder",
+    "LeaseLock",
+    "lease_spec_to_record",
+    "new_lease",
+    "raw_record",
+    "record_to_lease_spec",
+    "updated_lease",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +76,33 @@ def record_to_lease_spec(record: LeaderElectionRecord) -> dict[str, Any]:
     return spec
 
 
-def _raw_record(spec: dict[str, Any]) -> bytes:
+def new_lease(namespace: str, name: str, labels: dict[str, str] | None,
+              record: LeaderElectionRecord) -> dict[str, Any]:
+    """The Lease a lock creates (shared with the async lock)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels is not None:
+        metadata["labels"] = dict(labels)
+    return {"apiVersion": _API_VERSION, "kind": "Lease", "metadata": metadata,
+            "spec": record_to_lease_spec(record)}
+
+
+def updated_lease(lease: dict[str, Any], labels: dict[str, str] | None,
+                  record: LeaderElectionRecord) -> dict[str, Any]:
+    """A copy of the cached ``lease`` holding ``record`` (its ``resourceVersion`` kept for
+    optimistic concurrency), ``labels`` merged in (client-go ``NewWithLabels``)."""
+    lease = copy.deepcopy(lease)
+    lease["spec"] = record_to_lease_spec(record)
+    lease.setdefault("apiVersion", _API_VERSION)
+    lease.setdefault("kind", "Lease")
+    if labels is not None:
+        metadata = lease.setdefault("metadata", {})
+        merged = dict(metadata.get("labels") or {})
+        merged.update(labels)
+        metadata["labels"] = merged
+    return lease
+
+
+def raw_record(spec: dict[str, Any]) -> bytes:
     """Every field of the record as the server returned it, in a canonical serialisation."""
     fields = {
         "holderIdentity": spec.get("holderIdentity") or "",
@@ -151,7 +185,7 @@ class LeaseLock:
         lease = api_call(self._api_client, "GET", self._path, request_timeout=self.request_timeout)
         self._lease = lease
         spec = lease.get("spec") or {}
-        return lease_spec_to_record(spec), _raw_record(spec)
+        return lease_spec_to_record(spec), raw_record(spec)
 
     def create(self, record: LeaderElectionRecord) -> None:
         """Create the Lease holding ``record`` (with :attr:`labels`) and cache it.
@@ -159,15 +193,7 @@ class LeaseLock:
         Raises:
             StatusError: e.g. 409 AlreadyExists when another participant created it first.
         """
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if self.labels is not None:
-            metadata["labels"] = dict(self.labels)
-        body = {
-            "apiVersion": _API_VERSION,
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": record_to_lease_spec(record),
-        }
+        body = new_lease(self.namespace, self.name, self.labels, record)
         self._lease = api_call(
             self._api_client,
             "POST",
@@ -186,15 +212,7 @@ class LeaseLock:
         """
         if self._lease is None:
             raise LeaseNotInitializedError("lease not initialized, call get or create first")
-        lease = copy.deepcopy(self._lease)
-        lease["spec"] = record_to_lease_spec(record)
-        lease.setdefault("apiVersion", _API_VERSION)
-        lease.setdefault("kind", "Lease")
-        if self.labels is not None:
-            metadata = lease.setdefault("metadata", {})
-            merged = dict(metadata.get("labels") or {})
-            merged.update(self.labels)
-            metadata["labels"] = merged
+        lease = updated_lease(self._lease, self.labels, record)
         self._lease = api_call(
             self._api_client, "PUT", self._path, lease, request_timeout=self.request_timeout
         )
