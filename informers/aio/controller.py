@@ -67,7 +67,8 @@ class AsyncController:
         metrics: the controller metrics provider (default the process-wide one).
 
     Raises:
-        ValueError: ``workers < 1`` or an empty name.
+        ValueError: ``workers < 1``, a negative ``max_retries`` or ``drain_timeout``, or an
+            empty name (the threaded controller's checks).
     """
 
     def __init__(
@@ -86,6 +87,10 @@ class AsyncController:
             raise ValueError("a controller needs a name")
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
+        if max_retries is not None and max_retries < 0:
+            raise ValueError(f"controller {name}: max_retries must not be negative")
+        if drain_timeout < 0:
+            raise ValueError(f"controller {name}: drain_timeout must not be negative")
         self.name = name
         self.reconcile = reconcile
         self.workers = workers
