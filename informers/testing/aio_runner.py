@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import anyio
 
@@ -131,9 +131,19 @@ async def run_async_manager(manager: Any, *, sync_timeout: float = DEFAULT_SYNC_
         raise failure[0]
 
 
-async def eventually(check: Callable[[], T | Awaitable[T]], *,
+@overload
+async def eventually(check: Callable[[], Awaitable[T]], *, timeout: float = ...,
+                     interval: float = ..., message: str = ...) -> T: ...
+
+
+@overload
+async def eventually(check: Callable[[], T], *, timeout: float = ..., interval: float = ...,
+                     message: str = ...) -> T: ...
+
+
+async def eventually(check: Callable[[], Any], *,
                      timeout: float = DEFAULT_EVENTUALLY_TIMEOUT, interval: float = 0.02,
-                     message: str = "") -> T:
+                     message: str = "") -> Any:
     """Call ``check`` (a function, or an async function awaited) until it returns a truthy
     value without raising ``AssertionError`` (or a :class:`~informers.errors.NotFound`/
     ``LookupError``); return that value. Time is anyio's (``anyio.current_time``).
