@@ -53,7 +53,11 @@ from informers.processor_listener import ADD, UPDATE
 from informers.real_fifo import RealFIFO
 from informers.reflector_options import ReflectorOptions
 from informers.reflector_rules import ReflectorMetrics
-from informers.resource_version import ResourceVersionWaiter
+from informers.resource_version import (
+    InvalidResourceVersionError,
+    ResourceVersionWaiter,
+    is_well_formed,
+)
 from informers.shared_informer import strip_managed_fields
 
 __all__ = ["DEFAULT_DRAIN_TIMEOUT", "AsyncSharedIndexInformer"]
@@ -144,6 +148,7 @@ class AsyncSharedIndexInformer:
                                          options, name=self.name, resync_period=resync_period)
         self.drain_timeout = drain_timeout
         self._synced = anyio.Event()
+        self._applied = anyio.Event()  # set (and replaced) each time the drain applied a batch
         self._started = False
         self._stopped = False
         self._core_scope: anyio.CancelScope | None = None
@@ -171,6 +176,33 @@ class AsyncSharedIndexInformer:
 
     def last_sync_resource_version(self) -> str:
         return self._reflector.last_sync_resource_version()
+
+    async def wait_for_resource_version(self, resource_version: str,
+                                        timeout: float | None = None) -> bool:
+        """Wait until the cache has caught up with ``resource_version`` (read-your-writes),
+        with the caveats of the threaded
+        :meth:`SharedIndexInformer.wait_for_resource_version
+        <informers.shared_informer.SharedIndexInformer.wait_for_resource_version>`
+        (resourceVersions of one resource compare as integers; a stopped cache never catches
+        up; handlers may not have been told yet).
+
+        Returns:
+            ``True`` when caught up, ``False`` after ``timeout`` seconds (``None``: no limit).
+
+        Raises:
+            InvalidResourceVersionError: ``resource_version`` is not well formed.
+        """
+        if not is_well_formed(resource_version):
+            raise InvalidResourceVersionError(resource_version)
+        with anyio.move_on_after(timeout):
+            while not self._waiter.reached(resource_version):
+                await self._applied.wait()
+            return True
+        return False
+
+    def _notify_applied(self) -> None:
+        applied, self._applied = self._applied, anyio.Event()
+        applied.set()
 
     @property
     def reflector_metrics(self) -> ReflectorMetrics:
@@ -283,6 +315,7 @@ class AsyncSharedIndexInformer:
                 fifo.pop_batch(consumer.handle_batch, consumer.handle)
             except FIFOClosedError:
                 return
+        self._notify_applied()
         if fifo.has_synced():
             self._synced.set()
 
@@ -297,7 +330,9 @@ class AsyncSharedIndexInformer:
                 fifo.pop_batch(consumer.handle_batch, consumer.handle)
                 popped += 1
                 if popped % _DRAIN_SLICE == 0:
+                    self._notify_applied()
                     await anyio.sleep(0)
+            self._notify_applied()
             if not self._synced.is_set() and fifo.has_synced():
                 self._synced.set()
 
