@@ -7,8 +7,8 @@ and controller run unchanged against ``informers.aio`` on asyncio and on trio.
   :class:`~informers.aio.AsyncSharedIndexInformer` run in an event loop on a thread (anyio's
   blocking portal). A handler object (``on_add(obj, initial)``, ``on_update``, ``on_delete``,
   e.g. a ``Recorder`` or a ``ResourceEventHandlerFuncs``) becomes three async handlers calling
-  it on the loop's thread; the registration's ``has_synced`` is true once the handler was
-  handed its synthetic adds.
+  it on the loop's thread; the registration's ``has_synced`` is the subscription's (the
+  handler finished with the initial list).
 * :class:`ControllerDriver` makes a controller from a synchronous ``reconcile(key)`` body: the
   threaded :class:`~informers.controller.Controller` run on a thread, or an
   :class:`~informers.aio.AsyncController` whose reconcile awaits the same body in a worker
@@ -36,13 +36,11 @@ WAIT = 10.0
 
 
 class _Registration:
-    def __init__(self, sub: Any, initial: int, informer: AsyncSharedIndexInformer) -> None:
+    def __init__(self, sub: Any) -> None:
         self.sub = sub
-        self.initial = initial
-        self._informer = informer
 
     def has_synced(self) -> bool:
-        return self._informer.has_synced() and self.sub.delivered >= self.initial
+        return bool(self.sub.has_synced())
 
 
 class _InformerView:
@@ -64,8 +62,7 @@ class _InformerView:
             handler.on_delete(obj)
 
         async def add() -> _Registration:
-            sub = informer.add_event_handler(on_add, on_update, on_delete)
-            return _Registration(sub, len(sub), informer)
+            return _Registration(informer.add_event_handler(on_add, on_update, on_delete))
 
         registration: _Registration = self._owner.portal.call(add)
         return registration

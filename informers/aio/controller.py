@@ -6,7 +6,8 @@ of ``await reconcile(request)`` is handled by the same
 ``Result(requeue_after=s)``, :class:`~informers.errors.TerminalError`, retries up to
 ``max_retries`` through the rate limiter, then a drop), with the same metrics; one key is never
 reconciled by two workers at once (the queue's guarantee); no reconcile starts before every
-watched informer has synced.
+watched informer has synced and every handler :meth:`AsyncController.watch` added has enqueued
+the initial list (the registration's ``has_synced``, as controller-runtime waits for).
 
 Usage::
 
@@ -32,6 +33,7 @@ from typing import Any
 
 import anyio
 
+from informers.aio.events import Subscription
 from informers.aio.informer import AsyncSharedIndexInformer
 from informers.aio.workqueue import AsyncWorkQueue
 from informers.controller.controller import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_RETRIES, settle
@@ -97,6 +99,7 @@ class AsyncController:
         self.max_retries = max_retries
         self.drain_timeout = drain_timeout
         self._informers = list(informers)
+        self._registrations: list[Subscription] = []
         provider = metrics if metrics is not None else get_provider()
         self._metrics = provider.new_controller_metrics(name, workers)
         self.queue = AsyncWorkQueue(rate_limiter)
@@ -124,7 +127,7 @@ class AsyncController:
         async def on_delete(obj: Any) -> None:
             self.queue.add(key_func(obj))
 
-        informer.add_event_handler(on_add, on_update, on_delete)
+        self._registrations.append(informer.add_event_handler(on_add, on_update, on_delete))
         self._informers.append(informer)
 
     def stop(self) -> None:
@@ -163,6 +166,10 @@ class AsyncController:
             async def synced() -> None:
                 for informer in self._informers:
                     await informer.wait_synced()
+                # and every handler of watch() was handed the initial list (controller-runtime
+                # v0.23 pkg/internal/source/kind.go waits for the registration's HasSynced)
+                for registration in self._registrations:
+                    await registration.wait_synced()
                 tg.cancel_scope.cancel()
 
             async def stopped() -> None:

@@ -229,8 +229,15 @@ class AsyncSharedIndexInformer:
         sub = Subscription(max_buffer, on_close=self._unsubscribe)
         for obj in self._indexer.list():
             sub.push(Added(obj, True))
+        if self._synced.is_set():
+            sub.mark_sync_point()  # what it was handed so far is its initial list
         self._subscriptions.append(sub)
         return sub
+
+    def _mark_synced(self) -> None:
+        self._synced.set()
+        for sub in list(self._subscriptions):
+            sub.mark_sync_point()
 
     def _unsubscribe(self, sub: Subscription) -> None:
         try:
@@ -247,7 +254,9 @@ class AsyncSharedIndexInformer:
         """Call async handlers for every event, in order, from a task of this informer:
         ``await on_add(obj, is_in_initial_list)``, ``await on_update(old, new)``,
         ``await on_delete(obj)``. An exception is logged; the next event is delivered.
-        Returns the subscription (close it to remove the handler).
+        Returns the subscription (close it to remove the handler); its ``has_synced()`` /
+        ``await wait_synced()`` tell when the handler finished with the initial list
+        (client-go's registration ``HasSynced``).
 
         Raises:
             InformerStartedError: the informer has stopped.
@@ -283,6 +292,7 @@ class AsyncSharedIndexInformer:
                 except Exception:
                     logger.exception("%s: event handler failed on %s", self.name,
                                      type(event).__name__)
+                sub.mark_handled()
         finally:
             sub.close()
             self._handler_tasks -= 1
@@ -316,8 +326,8 @@ class AsyncSharedIndexInformer:
             except FIFOClosedError:
                 return
         self._notify_applied()
-        if fifo.has_synced():
-            self._synced.set()
+        if not self._synced.is_set() and fifo.has_synced():
+            self._mark_synced()
 
     async def _drain_loop(self) -> None:
         fifo = self._fifo
@@ -334,7 +344,7 @@ class AsyncSharedIndexInformer:
                     await anyio.sleep(0)
             self._notify_applied()
             if not self._synced.is_set() and fifo.has_synced():
-                self._synced.set()
+                self._mark_synced()
 
     async def run(self) -> None:
         """Run until :meth:`stop` or cancellation (see the module docstring). Once.
