@@ -45,6 +45,7 @@ from informers.aio.events import (
     Updated,
 )
 from informers.aio.reflector import AsyncReflector
+from informers.clock import REAL_CLOCK, Clock
 from informers.errors import FIFOClosedError, InformerStartedError
 from informers.indexer import Indexer
 from informers.informer_queue import RealFIFOConsumer
@@ -118,6 +119,7 @@ class AsyncSharedIndexInformer:
             ``metadata.managedFields``, as the threaded informer does); ``None`` for none.
         drain_timeout: see :data:`DEFAULT_DRAIN_TIMEOUT`.
         name: for logs; default the resource's name.
+        clock: the reflector's (backoff, resync); a FakeClock in tests.
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class AsyncSharedIndexInformer:
         transform: Callable[[Any], Any] | None = strip_managed_fields,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         name: str | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.list_watch = list_watch
         resource = getattr(list_watch, "resource", None)
@@ -145,7 +148,8 @@ class AsyncSharedIndexInformer:
         self._fifo = self._consumer.new_fifo(transform, None, None)
         self._wake = anyio.Event()
         self._reflector = AsyncReflector(list_watch, _FifoStore(self._fifo, self._set_wake),
-                                         options, name=self.name, resync_period=resync_period)
+                                         options, name=self.name, resync_period=resync_period,
+                                         clock=clock)
         self.drain_timeout = drain_timeout
         self._synced = anyio.Event()
         self._applied = anyio.Event()  # set (and replaced) each time the drain applied a batch
