@@ -137,6 +137,20 @@ class AsyncServerInformer:
             self.api.close()
 
 
+class _AsyncSynced:
+    """An informer's sync, as ``AsyncController`` waits for it, over ``has_synced()``."""
+
+    def __init__(self, synced: Any) -> None:
+        self.synced = synced
+
+    def has_synced(self) -> bool:
+        return bool(self.synced.has_synced())
+
+    async def wait_synced(self) -> None:
+        while not self.synced.has_synced():
+            await anyio.sleep(0.01)
+
+
 class ControllerDriver:
     """Makes controllers on one runtime (``"threads"``, ``"asyncio"``, ``"trio"``) from a
     synchronous ``reconcile(key)`` body; ``start``/``stop`` run them (see the module
@@ -153,10 +167,14 @@ class ControllerDriver:
         self._stop_event = threading.Event()
         self._run: Any = None
 
-    def make(self, name: str, reconcile: Callable[[str], Any], **kw: Any) -> Any:
+    def make(self, name: str, reconcile: Callable[[str], Any], *, synced: Any = None,
+             **kw: Any) -> Any:
         """A controller named ``name`` reconciling with ``reconcile``; ``kw`` go to its
         constructor (those both runtimes take: workers, rate_limiter, max_retries,
-        drain_timeout, metrics)."""
+        drain_timeout, metrics). ``synced`` (an object with ``has_synced()``) stands for the
+        informer the controller waits for."""
+        if synced is not None:
+            kw["informers"] = [synced if self.runtime == "threads" else _AsyncSynced(synced)]
         if self.runtime == "threads":
             self.controller = Controller(name, reconcile, **kw)
             return self.controller

@@ -950,6 +950,34 @@ def test_runtime_no_concurrent_reconcile_of_one_key_under_many_workers(runtime):
     assert set(counts) == set(keys)
 
 
+def test_runtime_no_reconcile_before_the_caches_synced(runtime, provider):
+    calls = []
+    informer = FakeSynced()
+    runtime.make("sync", calls.append, synced=informer, metrics=provider)
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: informer.polls >= 2)
+    time.sleep(0.05)
+    assert calls == []
+    informer.synced = True
+    wait_until(lambda: calls == ["a"])
+    runtime.stop()
+
+
+def test_runtime_stop_before_the_caches_synced_reconciles_nothing(runtime, provider):
+    calls = []
+    informer = FakeSynced()
+    runtime.make("nosync", calls.append, synced=informer, metrics=provider)
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: informer.polls >= 1)
+    start = time.monotonic()
+    runtime.stop()
+    assert time.monotonic() - start < 1.0
+    assert calls == []
+    assert provider.metrics["nosync"].results == Counter()
+
+
 def test_runtime_stop_drains_the_reconcile_in_flight_and_skips_queued_keys(runtime, provider):
     entered = threading.Event()
     release = threading.Event()
