@@ -317,5 +317,10 @@ def test_09_async_operator_on_a_cluster_owns_configmaps_and_refuses_a_foreign_on
         # a Widget whose ConfigMap name is taken by someone else's: a terminal error, the
         # foreign ConfigMap left as it was
         server.create({**widget, "metadata": {"name": "foreign", "namespace": "default"}})
-        time.sleep(0.2)
+        eventually(lambda: any(  # create_or_update read the live ConfigMap, then refused
+            (r.verb, r.resource, r.name) == ("get", "configmaps", "foreign")
+            for r in server.requests))
+        time.sleep(0.1)
         assert server.get("configmaps", "default", "foreign")["data"] == {"a": "1"}
+        assert "ownerReferences" not in server.get("configmaps", "default",
+                                                   "foreign")["metadata"]
