@@ -176,3 +176,29 @@ async def test_a_stop_while_waiting_for_the_caches_returns_without_reconciling(a
                 controller.stop()
     api.clear_faults()
     assert calls == []
+
+
+async def test_workers_start_only_after_the_watch_handler_enqueued_the_initial_list(
+        api, anyio_backend):
+    """controller-runtime v0.23 (pkg/internal/source/kind.go) waits for the handler
+    registration's HasSynced, not only the informer's: the first reconcile finds every key of
+    the initial list queued (the threaded twin: tests/test_informer_relist.py)."""
+    ns = f"ctl-initial-{anyio_backend}"
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    for i in range(30):
+        api.create(cm(f"c{i}", ns), "configmaps", ns)
+    first: list[int] = []
+    async with AsyncSharedInformerFactory(api.api_client(), namespace=ns) as factory:
+        informer = factory.informer_for("configmaps")
+
+        async def reconcile(request: Any) -> None:
+            if not first:
+                first.append(len(controller.queue))
+
+        controller = AsyncController("initial", reconcile, workers=1)
+        controller.watch(informer)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(controller.run)
+            await until(lambda: bool(first))
+            controller.stop()
+    assert first == [29]  # the other 29 keys were already queued

@@ -411,3 +411,42 @@ async def test_a_cancellation_of_the_block_stops_everything(api):
     assert scope.cancelled_caught
     assert factory.transport is not None and factory.transport.is_closed
     assert factory.informer_for("pods").has_synced()
+
+
+@pytest.mark.anyio
+async def test_a_handlers_registration_syncs_once_it_handled_the_initial_list(api):
+    """client-go's registration HasSynced: the informer syncs when its cache holds the list; a
+    slow handler's registration only once the handler finished with every initial add, and a
+    handler added later once it handled its synthetic adds."""
+    for name in ("a", "b", "c"):
+        api.create(pod(name), "pods", "default")
+    gate = anyio.Event()
+    handled: list[str] = []
+
+    async def slow_add(obj: Any, initial: bool) -> None:
+        await gate.wait()
+        handled.append(obj["metadata"]["name"])
+
+    async with AsyncSharedInformerFactory(api.api_client(), options=options()) as factory:
+        informer = factory.informer_for("pods")
+        early = informer.add_event_handler(on_add=slow_add)
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        await anyio.sleep(0.05)
+        assert informer.has_synced() and not early.has_synced()
+        assert handled == []
+        gate.set()
+        with anyio.fail_after(WAIT):
+            await early.wait_synced()
+        assert sorted(handled) == ["a", "b", "c"]
+        late_seen: list[str] = []
+
+        async def late_add(obj: Any, initial: bool) -> None:
+            late_seen.append(obj["metadata"]["name"])
+
+        late = informer.add_event_handler(on_add=late_add)
+        assert late.sync_mark == 3
+        with anyio.fail_after(WAIT):
+            await late.wait_synced()
+        assert sorted(late_seen) == ["a", "b", "c"]
+        plain = informer.subscribe()
+        assert plain.sync_mark == 3 and not plain.has_synced()  # a reader does not mark

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 
 import pytest
+from runtime_drivers import DRIVERS, ControllerDriver
 
 from informers.clock import FakeClock
 from informers.controller import (
@@ -738,3 +739,309 @@ def test_prometheus_metrics_by_result():
     assert PrometheusMetricsProvider(registry).workqueue_metrics_provider() is (
         provider.workqueue_metrics_provider()
     )
+
+
+# -- the same behaviour on every runtime: threads, and AsyncController on asyncio and trio -------
+#
+# One body per test, run by tests/runtime_drivers.py's ControllerDriver: the threaded Controller
+# on a thread, or informers.aio's AsyncController awaiting the same reconcile body in a worker
+# thread. Real time with a fast rate limiter (the async runtime has no injectable clock); the
+# exact delays on a FakeClock are pinned by the threaded tests above.
+
+
+def fast_limiter() -> ItemExponentialFailureRateLimiter:
+    return ItemExponentialFailureRateLimiter(0.001, 0.004)
+
+
+@pytest.fixture(params=DRIVERS)
+def runtime(request):
+    driver = ControllerDriver(request.param)
+    yield driver
+    driver.close()
+
+
+def test_runtime_success_forgets_the_key(runtime, provider):
+    calls = []
+
+    def reconcile(key):
+        calls.append(key)
+        if len(calls) == 1:
+            raise RuntimeError("first attempt fails")
+
+    runtime.make("fg", reconcile, metrics=provider, rate_limiter=fast_limiter())
+    runtime.enqueue("ns/a")
+    runtime.start()
+    wait_until(lambda: provider.metrics["fg"].results["success"] == 1)
+    assert runtime.num_requeues("ns/a") == 0
+    assert runtime.queue_length() == 0
+    runtime.stop()
+    m = provider.metrics["fg"]
+    assert calls == ["ns/a", "ns/a"]
+    assert m.results == Counter({"error": 1, "success": 1})
+    assert (m.errors, m.terminal, m.dropped_count, m.active) == (1, 0, 0, 0)
+
+
+def test_runtime_result_zero_is_success(runtime, provider):
+    runtime.make("zero", lambda key: Result(), metrics=provider)
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: provider.metrics["zero"].results["success"] == 1)
+    runtime.stop()
+    assert provider.metrics["zero"].results == Counter({"success": 1})
+
+
+def test_runtime_requeue_after_forgets_and_adds_after_the_delay(runtime, provider):
+    calls = []
+
+    def reconcile(key):
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise RuntimeError("transient")
+        if len(calls) == 2:
+            return Result(requeue_after=0.2)
+        return None
+
+    runtime.make("ra", reconcile, metrics=provider, rate_limiter=fast_limiter())
+    runtime.enqueue("ns/a")
+    runtime.start()
+    wait_until(lambda: len(calls) == 2)
+    wait_until(lambda: provider.metrics["ra"].results["requeue_after"] == 1)
+    assert runtime.num_requeues("ns/a") == 0  # forgotten: the failure count is reset
+    wait_until(lambda: provider.metrics["ra"].results["success"] == 1)
+    runtime.stop()
+    assert len(calls) == 3
+    assert calls[2] - calls[1] >= 0.2
+    assert provider.metrics["ra"].results == Counter(
+        {"error": 1, "requeue_after": 1, "success": 1})
+
+
+def test_runtime_requeue_true_uses_the_rate_limiter(runtime, provider):
+    calls = []
+    requeues = []
+
+    def reconcile(key):
+        calls.append(key)
+        requeues.append(runtime.controller.queue.num_requeues(key))
+        return Result(requeue=True) if len(calls) < 3 else None
+
+    runtime.make("rq", reconcile, metrics=provider, rate_limiter=fast_limiter())
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: provider.metrics["rq"].results["success"] == 1)
+    assert runtime.num_requeues("a") == 0
+    runtime.stop()
+    assert requeues == [0, 1, 2]  # each requeue went through the limiter
+    assert provider.metrics["rq"].results == Counter({"requeue": 2, "success": 1})
+
+
+def test_runtime_retries_through_the_limiter_then_drops(runtime, provider, caplog):
+    calls = []
+
+    def reconcile(key):
+        calls.append(key)
+        raise RuntimeError("boom")
+
+    runtime.make("bo", reconcile, metrics=provider, rate_limiter=fast_limiter(),
+                 max_retries=4)
+    runtime.enqueue("ns/a")
+    runtime.start()
+    wait_until(lambda: provider.metrics["bo"].dropped_count == 1)
+    time.sleep(0.05)  # nothing more comes
+    assert runtime.num_requeues("ns/a") == 0
+    assert runtime.queue_length() == 0
+    runtime.stop()
+    assert len(calls) == 5
+    m = provider.metrics["bo"]
+    assert m.results == Counter({"error": 5})
+    assert (m.errors, m.terminal, m.dropped_count) == (5, 0, 1)
+    dropped = [r for r in caplog.records if "dropping ns/a out of the queue" in r.getMessage()]
+    assert len(dropped) == 1
+    assert dropped[0].levelno == logging.ERROR
+    assert "after 4 retries: boom" in dropped[0].getMessage()
+
+
+def test_runtime_unlimited_retries_with_max_retries_none(runtime, provider):
+    calls = []
+
+    def reconcile(key):
+        calls.append(key)
+        raise RuntimeError("x")
+
+    runtime.make("inf", reconcile, metrics=provider, max_retries=None,
+                 rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.001))
+    runtime.enqueue("k")
+    runtime.start()
+    wait_until(lambda: len(calls) >= 31)
+    runtime.stop()
+    assert provider.metrics["inf"].dropped_count == 0
+    assert runtime.num_requeues("k") >= 31
+
+
+def test_runtime_terminal_error_is_not_retried(runtime, provider, caplog):
+    calls = []
+
+    def reconcile(key):
+        calls.append(key)
+        raise TerminalError("spec is invalid")
+
+    runtime.make("term", reconcile, metrics=provider, rate_limiter=fast_limiter())
+    runtime.enqueue("ns/bad")
+    runtime.start()
+    wait_until(lambda: provider.metrics["term"].terminal == 1)
+    time.sleep(0.05)
+    assert calls == ["ns/bad"]
+    assert runtime.num_requeues("ns/bad") == 0
+    runtime.enqueue("ns/bad")  # a new event enqueues it again
+    wait_until(lambda: len(calls) == 2)
+    runtime.stop()
+    m = provider.metrics["term"]
+    assert m.results == Counter({"error": 2})
+    assert (m.errors, m.terminal, m.dropped_count) == (2, 2, 0)
+    assert any(
+        "terminal error reconciling ns/bad, not retrying: spec is invalid" in r.getMessage()
+        for r in caplog.records)
+
+
+def test_runtime_a_wrong_return_value_counts_as_an_error(runtime, provider):
+    calls = []
+
+    def reconcile(key):
+        calls.append(key)
+        return 42 if len(calls) == 1 else None
+
+    runtime.make("wrong", reconcile, metrics=provider, rate_limiter=fast_limiter())
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: provider.metrics["wrong"].results["success"] == 1)
+    runtime.stop()
+    assert provider.metrics["wrong"].results == Counter({"error": 1, "success": 1})
+
+
+def test_runtime_no_concurrent_reconcile_of_one_key_under_many_workers(runtime):
+    lock = threading.Lock()
+    active: set[str] = set()
+    violations = []
+    counts = Counter()
+    peak = [0]
+
+    def reconcile(key):
+        with lock:
+            if key in active:
+                violations.append(key)
+            active.add(key)
+            peak[0] = max(peak[0], len(active))
+            counts[key] += 1
+        time.sleep(0.001)
+        with lock:
+            active.discard(key)
+
+    keys = [f"ns/k{i}" for i in range(6)]
+    runtime.make("conc", reconcile, workers=8, metrics=RecordingProvider())
+    runtime.start()
+    for i in range(300):
+        runtime.enqueue(keys[i % len(keys)])
+    final = Counter(counts)
+    for key in keys:  # every key is reconciled after its last add
+        runtime.enqueue(key)
+    wait_until(lambda: all(counts[k] > final[k] for k in keys))
+    runtime.stop()
+    assert violations == []
+    assert peak[0] > 1  # different keys did run in parallel
+    assert set(counts) == set(keys)
+
+
+def test_runtime_no_reconcile_before_the_caches_synced(runtime, provider):
+    calls = []
+    informer = FakeSynced()
+    runtime.make("sync", calls.append, synced=informer, metrics=provider)
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: informer.polls >= 2)
+    time.sleep(0.05)
+    assert calls == []
+    informer.synced = True
+    wait_until(lambda: calls == ["a"])
+    runtime.stop()
+
+
+def test_runtime_stop_before_the_caches_synced_reconciles_nothing(runtime, provider):
+    calls = []
+    informer = FakeSynced()
+    runtime.make("nosync", calls.append, synced=informer, metrics=provider)
+    runtime.enqueue("a")
+    runtime.start()
+    wait_until(lambda: informer.polls >= 1)
+    start = time.monotonic()
+    runtime.stop()
+    assert time.monotonic() - start < 1.0
+    assert calls == []
+    assert provider.metrics["nosync"].results == Counter()
+
+
+def test_runtime_stop_drains_the_reconcile_in_flight_and_skips_queued_keys(runtime, provider):
+    entered = threading.Event()
+    release = threading.Event()
+    calls = []
+
+    def reconcile(key):
+        calls.append(key)
+        entered.set()
+        release.wait(10)
+
+    runtime.make("drain", reconcile, metrics=provider, drain_timeout=30.0)
+    runtime.enqueue("a")
+    runtime.enqueue("b")
+    runtime.start()
+    assert entered.wait(5)
+    stopper = threading.Thread(target=runtime.stop, daemon=True)
+    stopper.start()
+    stopper.join(0.2)
+    assert stopper.is_alive()  # the drain waits for the reconcile in flight
+    release.set()
+    stopper.join(5)
+    assert not stopper.is_alive()
+    assert calls == ["a"]  # "b" was queued when the stop came: not started
+    assert provider.metrics["drain"].results == Counter({"success": 1})
+
+
+def test_runtime_a_hanging_reconcile_does_not_hold_the_stop_past_the_drain_timeout(
+        runtime, provider):
+    entered = threading.Event()
+    release = threading.Event()
+
+    def reconcile(key):
+        entered.set()
+        release.wait(30)
+
+    runtime.make("hang", reconcile, metrics=provider, workers=3, drain_timeout=0.3)
+    runtime.enqueue("ns/stuck")
+    runtime.start()
+    try:
+        assert entered.wait(5)
+        start = time.monotonic()
+        runtime.stop(timeout=5)
+        assert 0.3 <= time.monotonic() - start < 2.0
+    finally:
+        release.set()
+
+
+def test_runtime_run_twice_is_refused(runtime, provider):
+    runtime.make("twice", lambda key: None, metrics=provider)
+    runtime.start()
+    with pytest.raises(AlreadyStartedError):
+        if runtime.portal is None:
+            runtime.controller.run(threading.Event())
+        else:
+            runtime.portal.call(runtime.controller.run)
+    runtime.stop()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"workers": 0}, {"max_retries": -1}, {"drain_timeout": -1.0}],
+)
+def test_runtime_bad_arguments(runtime, kwargs):
+    with pytest.raises(ValueError):
+        runtime.make("bad", lambda key: None, **kwargs)
+    with pytest.raises(ValueError):
+        runtime.make("", lambda key: None)

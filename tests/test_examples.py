@@ -27,7 +27,7 @@ from informers.testing import ApiServer
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NUMBERED = sorted(p.name for p in EXAMPLES.iterdir() if re.match(r"\d\d-", p.name))
 OURS = ["01-pod-lister", "03-workqueue-controller", "04-custom-resource-controller",
-        "05-leader-election", "06-testing-your-controller"]
+        "05-leader-election", "06-testing-your-controller", "09-async-operator"]
 
 
 def load(example: str) -> ModuleType:
@@ -271,3 +271,56 @@ def test_06_the_tests_users_copy_pass():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^5 passed", result.stdout.splitlines()[-1]), result.stdout
+
+
+# -- 09: the Widget operator on the async API, on asyncio and trio -----------------------------
+
+DEMO_09 = [
+    "widget created: ConfigMap default/blue {'color': 'blue', 'size': '3'}",
+    "widget spec changed: ConfigMap default/blue {'color': 'blue', 'size': '5'}",
+    "ConfigMap edited by hand: ConfigMap default/blue {'color': 'blue', 'size': '5'}",
+    "defaults set: ConfigMap default/blue {'color': 'blue', 'shape': 'round', 'size': '5'}",
+    "widget deleted: ConfigMap default/blue is gone",
+]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_09_async_operator_plays_example_04s_demo(backend, capsys):
+    assert load("09-async-operator").main(["--duration", "0", "--backend", backend]) == 0
+
+    out = lines(capsys.readouterr().out)
+    assert [line for line in out if ": ConfigMap default/blue" in line] == DEMO_09
+    assert "created ConfigMap default/blue: {'color': 'blue', 'size': '3'}" in out
+    assert "deleted ConfigMap default/blue" in out
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_09_async_operator_on_a_cluster_owns_configmaps_and_refuses_a_foreign_one(
+        backend, server, kubeconfig):
+    crd = EXAMPLES / "04-custom-resource-controller" / "crd.yaml"
+    from informers.yaml_loader import load_yaml
+
+    server.create(load_yaml(crd.read_text()))
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget",
+              "metadata": {"name": "w", "namespace": "default"}, "spec": {"color": "green"}}
+    server.create({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "foreign", "namespace": "default"}, "data": {"a": "1"}})
+    with Running(load("09-async-operator"), "--kubeconfig", kubeconfig, "--backend", backend):
+        server.create(widget)
+        cm = eventually(lambda: server.get("configmaps", "default", "w"))
+        assert cm["data"] == {"color": "green"}
+        owner = cm["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["name"], owner["controller"]) == ("Widget", "w", True)
+        status = eventually(lambda: (server.get("widgets.example.com", "default", "w")
+                                     or {}).get("status"))
+        assert status == {"observedGeneration": 1, "configMap": "w"}
+        # a Widget whose ConfigMap name is taken by someone else's: a terminal error, the
+        # foreign ConfigMap left as it was
+        server.create({**widget, "metadata": {"name": "foreign", "namespace": "default"}})
+        eventually(lambda: any(  # create_or_update read the live ConfigMap, then refused
+            (r.verb, r.resource, r.name) == ("get", "configmaps", "foreign")
+            for r in server.requests))
+        time.sleep(0.1)
+        assert server.get("configmaps", "default", "foreign")["data"] == {"a": "1"}
+        assert "ownerReferences" not in server.get("configmaps", "default",
+                                                   "foreign")["metadata"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from runtime_drivers import DRIVERS, AsyncServerInformer
 
 from informers.client import list_watch_from_client
 from informers.clock import FakeClock
@@ -162,20 +163,60 @@ def test_classic_delta_fifo_queue_can_be_chosen(driven):
     assert InformerQueue("RealFIFO") is InformerQueue.REAL_FIFO
 
 
-def test_read_your_writes_through_the_api_server(any_api_server):
+class _ThreadedInformer:
+    """A pods informer of ``server`` on a thread: the interface the async driver's
+    ``AsyncServerInformer`` (tests/runtime_drivers.py) also has."""
+
+    def __init__(self, server, namespace: str) -> None:
+        self.api = server.api_client()
+        self.inf = SharedIndexInformer(list_watch_from_client(self.api, "pods",
+                                                              namespace=namespace), name="pods")
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.inf.run, args=(self.stop_event,),
+                                       daemon=True)
+        self.thread.start()
+        assert wait_for_cache_sync(self.stop_event, self.inf.has_synced, timeout=WAIT)
+
+    def indexer(self):
+        return self.inf.get_indexer()
+
+    def wait_for_resource_version(self, rv: str, timeout: float) -> bool:
+        return self.inf.wait_for_resource_version(rv, timeout)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(WAIT)
+        self.api.close()
+
+
+class _AsyncInformer:
+    def __init__(self, server, namespace: str, backend: str) -> None:
+        self.si = AsyncServerInformer(server, backend, namespace).start()
+        self.si.wait_synced()
+
+    def indexer(self):
+        return self.si.async_informer.indexer
+
+    def wait_for_resource_version(self, rv: str, timeout: float) -> bool:
+        return bool(self.si.portal.call(self.si.async_informer.wait_for_resource_version,
+                                        rv, timeout))
+
+    def stop(self) -> None:
+        self.si.stop()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_read_your_writes_through_the_api_server(any_api_server, driver):
     from kubernetes import client
 
     server = any_api_server
     ns = server.namespace
+    inf = (_ThreadedInformer(server, ns) if driver == "threads"
+           else _AsyncInformer(server, ns, driver))
     api = server.api_client()
-    inf = SharedIndexInformer(list_watch_from_client(api, "pods", namespace=ns), name="pods")
-    stop = threading.Event()
-    t = threading.Thread(target=inf.run, args=(stop,), daemon=True)
-    t.start()
     try:
-        assert wait_for_cache_sync(stop, inf.has_synced, timeout=WAIT)
         v1 = client.CoreV1Api(api)
-        lister = Lister(inf.get_indexer(), PODS)
+        lister = Lister(inf.indexer(), PODS)
         for i in range(3):
             created = v1.create_namespaced_pod(ns, {
                 "metadata": {"name": f"ryw-{i}"},
@@ -188,9 +229,12 @@ def test_read_your_writes_through_the_api_server(any_api_server):
         rv = gone.metadata.resource_version if hasattr(gone, "metadata") else None
         if rv:
             assert inf.wait_for_resource_version(rv, WAIT)
+        # a version far ahead is not reached: False after the timeout
+        assert inf.wait_for_resource_version(str(10**15), 0.05) is False
+        with pytest.raises(InvalidResourceVersionError):
+            inf.wait_for_resource_version("not-a-version", 0.05)
     finally:
-        stop.set()
-        t.join(WAIT)
+        inf.stop()
         api.close()
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 
 import pytest
+from runtime_drivers import DRIVERS, AsyncServerInformer
 
 from informers.client import list_watch_from_client
 from informers.clock import FakeClock
@@ -811,19 +812,47 @@ class ServerInformer:
         self.api.close()
 
 
-@pytest.fixture
-def server_informer(server):
-    made: list[ServerInformer] = []
+def _informers_of(server, driver: str):
+    """Makes informers of ``server``'s pods on ``driver``: ``"threads"`` (a ServerInformer),
+    ``"asyncio"`` or ``"trio"`` (tests/runtime_drivers.py's AsyncServerInformer, the same
+    interface over informers.aio); stops those still running after the test."""
+    made: list = []
 
-    def factory(**kw) -> ServerInformer:
-        si = ServerInformer(server, getattr(server, "namespace", None), **kw)
+    def factory(**kw):
+        ns = getattr(server, "namespace", None)
+        if driver == "threads":
+            si = ServerInformer(server, ns, **kw)
+        else:
+            si = AsyncServerInformer(server, driver, ns, **kw)
         made.append(si)
         return si
 
     yield factory
     for si in made:
-        if si.thread.is_alive():
+        if isinstance(si, ServerInformer):
+            if si.thread.is_alive():
+                si.stop()
+        else:
             si.stop()
+
+
+@pytest.fixture(params=DRIVERS)
+def server_informer(server, request):
+    """Informers of ``server`` (embedded or real) on each driver: the behaviour the threaded
+    and the async informers share."""
+    yield from _informers_of(server, request.param)
+
+
+@pytest.fixture
+def threaded_server_informer(server):
+    """Informers of ``server`` on threads only (thread names, the injectable clock)."""
+    yield from _informers_of(server, "threads")
+
+
+@pytest.fixture(params=DRIVERS)
+def embedded_informer(embedded_server, request):
+    """Informers of the embedded server (fault injection) on each driver."""
+    yield from _informers_of(embedded_server, request.param)
 
 
 def test_e2e_create_update_delete_sequence_and_cache(server, server_informer) -> None:
@@ -865,11 +894,12 @@ def test_e2e_create_update_delete_sequence_and_cache(server, server_informer) ->
     si.stop()
 
 
-def test_e2e_missed_delete_is_delivered_as_deleted_final_state_unknown(embedded_server) -> None:
+def test_e2e_missed_delete_is_delivered_as_deleted_final_state_unknown(
+        embedded_server, embedded_informer) -> None:
     server = embedded_server
     server.create(_api_pod("a"), "pods", "default")
     server.create(_api_pod("b"), "pods", "default")
-    si = ServerInformer(server)
+    si = embedded_informer()
     rec = Recorder()
     si.informer.add_event_handler(rec)
     si.start()
@@ -923,19 +953,23 @@ def test_e2e_resync_replays_the_cache_without_api_calls(server, server_informer)
     clock = FakeClock()
     server.create(_api_pod("a"), "pods", server.namespace)
     si = server_informer(resync_period=30.0, clock=clock)
+    threads = isinstance(si, ServerInformer)
     resyncing, quiet = Recorder(), Recorder()
     si.informer.add_event_handler(resyncing)
-    si.informer.add_event_handler(quiet, resync_period=0)
+    if threads:  # informers.aio has no per-handler resync period
+        si.informer.add_event_handler(quiet, resync_period=0)
     si.start()
     si.wait_synced()
     resyncing.wait_for(1)
     if server.embedded is not None:
+        assert server.embedded.wait_for_watches(1, "pods")  # the list and the watch are sent
         requests_before = len(server.embedded.requests)
     assert clock.wait_for_waiters(1, WAIT)  # the reflector's resync timer
     clock.step(30.0)
     rv = resyncing.events[0][2]
     assert resyncing.wait_for(2)[1] == ("update", "a", rv, rv)
-    assert quiet.events == [("add", "a", rv, True)]
+    if threads:
+        assert quiet.events == [("add", "a", rv, True)]
     if server.embedded is not None:
         assert len(server.embedded.requests) == requests_before
     si.stop()
@@ -967,10 +1001,157 @@ def test_e2e_transform_once_per_object(server, server_informer) -> None:
     si.stop()
 
 
-def test_e2e_stop_joins_every_thread(server, server_informer) -> None:
+def _replay(events: list[tuple]) -> dict[str, str]:
+    """The cache a handler's events describe: name -> resourceVersion."""
+    state: dict[str, str] = {}
+    for ev in events:
+        if ev[0] == "add":
+            state[ev[1]] = ev[2]
+        elif ev[0] == "update":
+            state[ev[1]] = ev[3]
+        elif ev[0] == "delete":
+            state.pop(ev[1], None)
+        else:  # delete-unknown: the key
+            state.pop(ev[1].rpartition("/")[2], None)
+    return state
+
+
+def test_e2e_every_handler_gets_the_same_events_in_order(server, server_informer) -> None:
+    from kubernetes import client
+
+    ns = server.namespace
+    for n in ("a", "b"):
+        server.create(_api_pod(n), "pods", ns)
+    si = server_informer()
+    first, second, twice = Recorder(), Recorder(), Recorder()
+    for handler in (first, second, twice, twice):  # the same handler twice: two registrations
+        si.informer.add_event_handler(handler)
+    si.start()
+    si.wait_synced()
+    v1 = client.CoreV1Api(si.api)
+    v1.create_namespaced_pod(ns, _api_pod("c"))
+    v1.patch_namespaced_pod("a", ns, {"metadata": {"labels": {"x": "1"}}})
+    v1.delete_namespaced_pod("b", ns)
+    events = first.wait_for(6)  # 2 initial adds, add c, update a, update b (marked), delete b
+    assert [e[:2] for e in events[2:]] == [
+        ("add", "c"), ("update", "a"), ("update", "b"), ("delete", "b")]
+    assert sorted(events[:2]) == sorted(e for e in events if e[0] == "add" and e[3])
+    assert second.wait_for(6) == events
+    assert sorted(twice.wait_for(12)) == sorted(events * 2)
+    store = si.informer.get_store()
+    assert _replay(events) == {
+        o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in store.list()}
+    si.stop()
+
+
+def test_e2e_cache_is_written_before_the_handler_is_notified(server, server_informer) -> None:
+    from kubernetes import client
+
+    ns = server.namespace
+    server.create(_api_pod("a"), "pods", ns)
+    si = server_informer()
+    store = si.informer.get_store()
+    wrong: list[tuple] = []
+
+    def check(kind: str, obj) -> None:
+        key = f"{ns}/{obj['metadata']['name']}"
+        cached = store.get_by_key(key)
+        if kind == "delete":
+            if cached is not None:
+                wrong.append((kind, key, "still cached"))
+        elif cached is None and obj["metadata"].get("deletionTimestamp"):
+            pass  # a marked pod's delete came right after, and may be applied already
+        elif cached is None or int(cached["metadata"]["resourceVersion"]) < int(
+                obj["metadata"]["resourceVersion"]):
+            wrong.append((kind, key, cached and cached["metadata"]["resourceVersion"]))
+
+    rec = Recorder()
+    si.informer.add_event_handler(ResourceEventHandlerFuncs(
+        on_add=lambda obj, initial: check("add", obj),
+        on_update=lambda old, new: check("update", new),
+        on_delete=lambda obj: check("delete", obj)))
+    si.informer.add_event_handler(rec)
+    si.start()
+    si.wait_synced()
+    v1 = client.CoreV1Api(si.api)
+    v1.create_namespaced_pod(ns, _api_pod("b"))
+    v1.patch_namespaced_pod("b", ns, {"metadata": {"labels": {"v": "2"}}})
+    v1.delete_namespaced_pod("a", ns)
+    rec.wait_for(5)
+    si.stop()
+    assert wrong == []
+
+
+def test_e2e_a_relist_adds_new_objects_not_in_the_initial_list_and_updates_unchanged_ones(
+        embedded_server, embedded_informer) -> None:
+    server = embedded_server
+    a = server.create(_api_pod("a"), "pods", "default")
+    si = embedded_informer()
+    rec = Recorder()
+    si.informer.add_event_handler(rec)
+    si.start()
+    si.wait_synced()
+    assert server.wait_for_watches(1, "pods")
+    server.hang_watches()
+    b = server.create(_api_pod("b"), "pods", "default")  # missed by the watch
+    server.compact()  # resuming the watch answers 410: a relist finds b
+    server.drop_watches("pods")
+    rv_a, rv_b = a["metadata"]["resourceVersion"], b["metadata"]["resourceVersion"]
+    events = rec.wait_for(3)
+    assert events[0] == ("add", "a", rv_a, True)
+    # client-go: a relist's new object is not "in the initial list"; an unchanged one is a
+    # (sync) update with the same version as old and new
+    assert sorted(events[1:]) == [("add", "b", rv_b, False), ("update", "a", rv_a, rv_a)]
+    assert si.informer.last_sync_resource_version() == server.resource_version
+    si.stop()
+
+
+def test_e2e_late_handler_under_concurrent_events_sees_a_consistent_history(
+        embedded_server, embedded_informer) -> None:
+    server = embedded_server
+    for i in range(10):
+        server.create(_api_pod(f"seed-{i}"), "pods", "default")
+    si = embedded_informer()
+    early = Recorder()
+    si.informer.add_event_handler(early)
+    si.start()
+    si.wait_synced()
+    halfway = threading.Event()
+
+    def writer() -> None:
+        for i in range(40):
+            if i == 20:
+                halfway.set()
+            server.create(_api_pod(f"w-{i}"), "pods", "default")
+            if i % 3 == 0:
+                server.patch("pods", "default", f"seed-{i % 10}",
+                             {"metadata": {"labels": {"n": str(i)}}})
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    assert halfway.wait(WAIT)
+    late = Recorder()
+    reg = si.informer.add_event_handler(late)
+    t.join(WAIT)
+    final = {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+             for o in server.list("pods", "default")}
+    for _ in range(2000):
+        if _replay(early.events) == final and _replay(late.events) == final:
+            break
+        threading.Event().wait(0.005)
+    assert _replay(early.events) == final
+    assert _replay(late.events) == final  # synthetic adds, then every later event
+    initial = [e for e in late.events if e[0] == "add" and e[3]]
+    assert late.events[:len(initial)] == initial  # the synthetic adds come first
+    assert len(initial) >= 10
+    assert reg.has_synced()
+    si.stop()
+
+
+def test_e2e_stop_joins_every_thread(server, threaded_server_informer) -> None:
     before = {t.name for t in threading.enumerate()}
     server.create(_api_pod("a"), "pods", server.namespace)
-    si = server_informer(name="joined")
+    si = threaded_server_informer(name="joined")
     si.informer.add_event_handler(Recorder())
     si.start()
     si.wait_synced()
@@ -1003,20 +1184,26 @@ def _slow_list_server():
     return srv, clock
 
 
-def test_e2e_stop_during_the_initial_list_joins_every_thread() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_e2e_stop_during_the_initial_list_joins_every_thread(driver) -> None:
     srv, server_clock = _slow_list_server()
-    si = ServerInformer(srv, name="slowsync")
+    si = (ServerInformer(srv, name="slowsync") if driver == "threads"
+          else AsyncServerInformer(srv, driver, name="slowsync"))
     try:
         si.informer.add_event_handler(Recorder())
         si.start()
         assert server_clock.wait_for_waiters(1)  # the list waits at the server
-        assert _own_threads("slowsync") == [
-            "informer-slowsync-handler-1", "informer-slowsync-process", "reflector-slowsync"]
+        if driver == "threads":
+            assert _own_threads("slowsync") == [
+                "informer-slowsync-handler-1", "informer-slowsync-process",
+                "reflector-slowsync"]
         start = time.monotonic()
-        si.stop()  # sets the stop event and joins run() (asserting it returned)
+        si.stop()  # stops and waits for run() to return (asserting it did)
         assert time.monotonic() - start < 2.0
         assert _own_threads("slowsync") == []
-        assert si.informer.is_stopped() and not si.informer.has_synced()
+        if driver == "threads":
+            assert si.informer.is_stopped()
+        assert not si.informer.has_synced()
         assert si.informer.get_indexer().list_keys() == []
     finally:
         srv.stop()

@@ -6,7 +6,8 @@ of ``await reconcile(request)`` is handled by the same
 ``Result(requeue_after=s)``, :class:`~informers.errors.TerminalError`, retries up to
 ``max_retries`` through the rate limiter, then a drop), with the same metrics; one key is never
 reconciled by two workers at once (the queue's guarantee); no reconcile starts before every
-watched informer has synced.
+watched informer has synced and every handler :meth:`AsyncController.watch` added has enqueued
+the initial list (the registration's ``has_synced``, as controller-runtime waits for).
 
 Usage::
 
@@ -32,6 +33,7 @@ from typing import Any
 
 import anyio
 
+from informers.aio.events import Subscription
 from informers.aio.informer import AsyncSharedIndexInformer
 from informers.aio.workqueue import AsyncWorkQueue
 from informers.controller.controller import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_RETRIES, settle
@@ -69,7 +71,8 @@ class AsyncController:
         metrics: the controller metrics provider (default the process-wide one).
 
     Raises:
-        ValueError: ``workers < 1`` or an empty name.
+        ValueError: ``workers < 1``, a negative ``max_retries`` or ``drain_timeout``, or an
+            empty name (the threaded controller's checks).
     """
 
     def __init__(
@@ -88,12 +91,17 @@ class AsyncController:
             raise ValueError("a controller needs a name")
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
+        if max_retries is not None and max_retries < 0:
+            raise ValueError(f"controller {name}: max_retries must not be negative")
+        if drain_timeout < 0:
+            raise ValueError(f"controller {name}: drain_timeout must not be negative")
         self.name = name
         self.reconcile = reconcile
         self.workers = workers
         self.max_retries = max_retries
         self.drain_timeout = drain_timeout
         self._informers = list(informers)
+        self._registrations: list[Subscription] = []
         provider = metrics if metrics is not None else get_provider()
         self._metrics = provider.new_controller_metrics(name, workers)
         self.queue = AsyncWorkQueue(rate_limiter)
@@ -144,7 +152,7 @@ class AsyncController:
         async def on_delete(obj: Any) -> None:
             sync.on_delete(obj)
 
-        informer.add_event_handler(on_add, on_update, on_delete)
+        self._registrations.append(informer.add_event_handler(on_add, on_update, on_delete))
         self._informers.append(informer)
 
     def stop(self) -> None:
@@ -183,6 +191,10 @@ class AsyncController:
             async def synced() -> None:
                 for informer in self._informers:
                     await informer.wait_synced()
+                # and every handler of watch() was handed the initial list (controller-runtime
+                # v0.23 pkg/internal/source/kind.go waits for the registration's HasSynced)
+                for registration in self._registrations:
+                    await registration.wait_synced()
                 tg.cancel_scope.cancel()
 
             async def stopped() -> None:

@@ -96,6 +96,14 @@ class Subscription:
         self._on_close = on_close
         self.delivered = 0
         self.overflows = 0
+        self.pushed = 0
+        """Events buffered so far (the informer's count)."""
+        self.handled = 0
+        """Events an informer's handler task finished with (:meth:`mark_handled`)."""
+        self.sync_mark: int | None = None
+        """:attr:`pushed` when the informer had synced (or when this subscription started,
+        if later): the events of the initial list."""
+        self._synced = anyio.Event()
 
     def push(self, event: InformerEvent) -> None:
         """Queue ``event`` (the informer's drain task calls this)."""
@@ -107,10 +115,39 @@ class Subscription:
             self._buffer.clear()
         else:
             self._buffer.append(event)
+            self.pushed += 1
         self._wake.set()
 
     def __len__(self) -> int:
         return len(self._buffer)
+
+    # -- a handler's sync (client-go's ResourceEventHandlerRegistration.HasSynced) -------------
+
+    def mark_sync_point(self) -> None:
+        """The informer synced: the events pushed so far are the initial list's (the informer
+        calls this once)."""
+        if self.sync_mark is None:
+            self.sync_mark = self.pushed
+            self._check_synced()
+
+    def mark_handled(self) -> None:
+        """A handler finished with one more event (an informer's handler task calls this)."""
+        self.handled += 1
+        self._check_synced()
+
+    def _check_synced(self) -> None:
+        if self.sync_mark is not None and self.handled >= self.sync_mark:
+            self._synced.set()
+
+    def has_synced(self) -> bool:
+        """For a handler's subscription: whether its handler finished with every event of the
+        initial list (client-go's ``processorListener`` ``HasSynced``; controller-runtime
+        waits for it before its workers start)."""
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        """Wait until :meth:`has_synced`."""
+        await self._synced.wait()
 
     @property
     def closed(self) -> bool:

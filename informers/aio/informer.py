@@ -45,6 +45,7 @@ from informers.aio.events import (
     Updated,
 )
 from informers.aio.reflector import AsyncReflector
+from informers.clock import REAL_CLOCK, Clock
 from informers.errors import FIFOClosedError, InformerStartedError
 from informers.indexer import Indexer
 from informers.informer_queue import RealFIFOConsumer
@@ -53,7 +54,11 @@ from informers.processor_listener import ADD, UPDATE
 from informers.real_fifo import RealFIFO
 from informers.reflector_options import ReflectorOptions
 from informers.reflector_rules import ReflectorMetrics
-from informers.resource_version import ResourceVersionWaiter
+from informers.resource_version import (
+    InvalidResourceVersionError,
+    ResourceVersionWaiter,
+    is_well_formed,
+)
 from informers.shared_informer import strip_managed_fields
 
 __all__ = ["DEFAULT_DRAIN_TIMEOUT", "AsyncSharedIndexInformer"]
@@ -114,6 +119,7 @@ class AsyncSharedIndexInformer:
             ``metadata.managedFields``, as the threaded informer does); ``None`` for none.
         drain_timeout: see :data:`DEFAULT_DRAIN_TIMEOUT`.
         name: for logs; default the resource's name.
+        clock: the reflector's (backoff, resync); a FakeClock in tests.
     """
 
     def __init__(
@@ -126,6 +132,7 @@ class AsyncSharedIndexInformer:
         transform: Callable[[Any], Any] | None = strip_managed_fields,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         name: str | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.list_watch = list_watch
         resource = getattr(list_watch, "resource", None)
@@ -141,9 +148,11 @@ class AsyncSharedIndexInformer:
         self._fifo = self._consumer.new_fifo(transform, None, None)
         self._wake = anyio.Event()
         self._reflector = AsyncReflector(list_watch, _FifoStore(self._fifo, self._set_wake),
-                                         options, name=self.name, resync_period=resync_period)
+                                         options, name=self.name, resync_period=resync_period,
+                                         clock=clock)
         self.drain_timeout = drain_timeout
         self._synced = anyio.Event()
+        self._applied = anyio.Event()  # set (and replaced) each time the drain applied a batch
         self._started = False
         self._stopped = False
         self._core_scope: anyio.CancelScope | None = None
@@ -172,6 +181,33 @@ class AsyncSharedIndexInformer:
     def last_sync_resource_version(self) -> str:
         return self._reflector.last_sync_resource_version()
 
+    async def wait_for_resource_version(self, resource_version: str,
+                                        timeout: float | None = None) -> bool:
+        """Wait until the cache has caught up with ``resource_version`` (read-your-writes),
+        with the caveats of the threaded
+        :meth:`SharedIndexInformer.wait_for_resource_version
+        <informers.shared_informer.SharedIndexInformer.wait_for_resource_version>`
+        (resourceVersions of one resource compare as integers; a stopped cache never catches
+        up; handlers may not have been told yet).
+
+        Returns:
+            ``True`` when caught up, ``False`` after ``timeout`` seconds (``None``: no limit).
+
+        Raises:
+            InvalidResourceVersionError: ``resource_version`` is not well formed.
+        """
+        if not is_well_formed(resource_version):
+            raise InvalidResourceVersionError(resource_version)
+        with anyio.move_on_after(timeout):
+            while not self._waiter.reached(resource_version):
+                await self._applied.wait()
+            return True
+        return False
+
+    def _notify_applied(self) -> None:
+        applied, self._applied = self._applied, anyio.Event()
+        applied.set()
+
     @property
     def reflector_metrics(self) -> ReflectorMetrics:
         return self._reflector.metrics
@@ -197,8 +233,15 @@ class AsyncSharedIndexInformer:
         sub = Subscription(max_buffer, on_close=self._unsubscribe)
         for obj in self._indexer.list():
             sub.push(Added(obj, True))
+        if self._synced.is_set():
+            sub.mark_sync_point()  # what it was handed so far is its initial list
         self._subscriptions.append(sub)
         return sub
+
+    def _mark_synced(self) -> None:
+        self._synced.set()
+        for sub in list(self._subscriptions):
+            sub.mark_sync_point()
 
     def _unsubscribe(self, sub: Subscription) -> None:
         try:
@@ -215,7 +258,9 @@ class AsyncSharedIndexInformer:
         """Call async handlers for every event, in order, from a task of this informer:
         ``await on_add(obj, is_in_initial_list)``, ``await on_update(old, new)``,
         ``await on_delete(obj)``. An exception is logged; the next event is delivered.
-        Returns the subscription (close it to remove the handler).
+        Returns the subscription (close it to remove the handler); its ``has_synced()`` /
+        ``await wait_synced()`` tell when the handler finished with the initial list
+        (client-go's registration ``HasSynced``).
 
         Raises:
             InformerStartedError: the informer has stopped.
@@ -251,6 +296,7 @@ class AsyncSharedIndexInformer:
                 except Exception:
                     logger.exception("%s: event handler failed on %s", self.name,
                                      type(event).__name__)
+                sub.mark_handled()
         finally:
             sub.close()
             self._handler_tasks -= 1
@@ -283,8 +329,9 @@ class AsyncSharedIndexInformer:
                 fifo.pop_batch(consumer.handle_batch, consumer.handle)
             except FIFOClosedError:
                 return
-        if fifo.has_synced():
-            self._synced.set()
+        self._notify_applied()
+        if not self._synced.is_set() and fifo.has_synced():
+            self._mark_synced()
 
     async def _drain_loop(self) -> None:
         fifo = self._fifo
@@ -297,9 +344,11 @@ class AsyncSharedIndexInformer:
                 fifo.pop_batch(consumer.handle_batch, consumer.handle)
                 popped += 1
                 if popped % _DRAIN_SLICE == 0:
+                    self._notify_applied()
                     await anyio.sleep(0)
+            self._notify_applied()
             if not self._synced.is_set() and fifo.has_synced():
-                self._synced.set()
+                self._mark_synced()
 
     async def run(self) -> None:
         """Run until :meth:`stop` or cancellation (see the module docstring). Once.

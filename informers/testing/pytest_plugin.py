@@ -1,5 +1,6 @@
-"""pytest fixtures for the test API servers: ``api_server``, ``api_client``, ``manager``, and
-the real control plane's ``control_plane`` and ``any_api_client``.
+"""pytest fixtures for the test API servers: ``api_server``, ``api_client``, ``manager``, the
+async ``async_factory``, ``async_manager`` and ``async_transport``, and the real control
+plane's ``control_plane`` and ``any_api_client``.
 
 Registered through the ``pytest11`` entry point of kube-informers, so any project that installs
 the package gets them. This module imports nothing heavy at collection time; the server is
@@ -14,6 +15,20 @@ Options for one test (or module, via ``pytestmark``) go through a marker::
 :func:`informers.testing.runner.run_manager`. To run the same tests on a real cluster, override
 ``api_client`` in a ``conftest.py`` with a client of that cluster (the project's own suite
 does so with its real kube-apiserver).
+
+Async tests (``@pytest.mark.anyio``, on the ``anyio_backend`` the test chooses: asyncio, trio)
+use the same ``api_server``, whose threads serve any event loop, and ask for
+``async_factory`` (an entered :class:`~informers.aio.AsyncSharedInformerFactory` on
+``api_client``), ``async_manager`` (an :class:`~informers.aio.manager.AsyncManager`, not run:
+``async with run_async_manager(async_manager)`` from :mod:`informers.testing.aio_runner`) or
+``async_transport`` (an entered :class:`~informers.aio.AsyncTransport` for requests of the
+test's own)::
+
+    @pytest.mark.anyio
+    async def test_sync(api_server, async_factory):
+        api_server.create(pod, "pods", "default")
+        async_factory.informer_for("pods")
+        await async_factory.wait_for_cache_sync(timeout=10)
 
 The real control plane (what controller-runtime's envtest gives Go authors): ``control_plane``
 is a session-wide :class:`~informers.testing.control_plane.ControlPlane` (etcd and
@@ -43,11 +58,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from informers.aio import AsyncSharedInformerFactory, AsyncTransport
+    from informers.aio.manager import AsyncManager
     from informers.testing.control_plane import ControlPlane
     from informers.testing.server import ApiServer
 
 __all__ = ["ControlPlaneOptions", "any_api_client", "api_client", "api_server",
-           "control_plane", "control_plane_options", "manager"]
+           "async_factory", "async_manager", "async_transport", "control_plane",
+           "control_plane_options", "manager"]
 
 _BINARIES_ENV = "KUBE_INFORMERS_CONTROL_PLANE_BIN"  # informers.testing.binaries.BINARIES_ENV
 
@@ -127,6 +147,38 @@ def manager(api_client: Any) -> Any:
     from informers.manager import Manager
 
     return Manager(api_client, shutdown_timeout=5.0)
+
+
+@pytest.fixture
+async def async_factory(api_client: Any) -> AsyncIterator[AsyncSharedInformerFactory]:
+    """An :class:`~informers.aio.AsyncSharedInformerFactory` on ``api_client``, entered for the
+    test (informers asked for start at once) and left after it: watches stopped, handlers
+    drained, connections closed. Needs an anyio test (``@pytest.mark.anyio``)."""
+    from informers.aio import AsyncSharedInformerFactory
+
+    async with AsyncSharedInformerFactory(api_client) as factory:
+        yield factory
+
+
+@pytest.fixture
+def async_manager(api_client: Any) -> AsyncManager:
+    """An :class:`~informers.aio.manager.AsyncManager` on a new factory of ``api_client`` (not
+    run: add controllers watching ``async_manager.factory.informer_for(...)``, then
+    ``async with run_async_manager(async_manager): ...``)."""
+    from informers.aio import AsyncSharedInformerFactory
+    from informers.aio.manager import AsyncManager
+
+    return AsyncManager(AsyncSharedInformerFactory(api_client))
+
+
+@pytest.fixture
+async def async_transport(api_client: Any) -> AsyncIterator[AsyncTransport]:
+    """An :class:`~informers.aio.AsyncTransport` (httpx) for ``api_client``'s server, with its
+    configuration, authentication and TLS; closed after the test. Needs an anyio test."""
+    from informers.aio import AsyncTransport
+
+    async with AsyncTransport(api_client) as transport:
+        yield transport
 
 
 @pytest.fixture(scope="session")
