@@ -4,8 +4,9 @@ ConfigMap of the same name whose data follow the Widget's spec, on top of its na
 
 ``WidgetReconciler`` is ``async def __call__(request)``: it reads the caches synchronously
 (listers) and writes through the threaded dict-native ``Client`` in a worker thread
-(``anyio.to_thread.run_sync``): ``informers.aio`` has no async client yet. ``setup`` wires what
-example 04's ``ControllerBuilder`` does by hand: the Widgets' events (a generation change only,
+(``anyio.to_thread.run_sync``; it predates ``informers.aio.AsyncClient``, which would await the
+same writes). ``setup`` wires by hand what example 04's ``ControllerBuilder`` (and
+``informers.aio.AsyncControllerBuilder``) derive: the Widgets' events (a generation change only,
 ``GenerationChangedPredicate``), the owned ConfigMaps' events (to their owner) and the
 namespace defaults' events (to every Widget of the namespace) enqueue Widget keys.
 """
