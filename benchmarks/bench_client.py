@@ -1,11 +1,10 @@
 """The round trip of :class:`informers.client.Client` against the official ``kubernetes``
-client's same call, in the same run: ``get`` of a ConfigMap, and a write of it (server-side
-apply on a real cluster; a JSON merge patch on the embedded API server, which has no
-server-side apply yet: issue 16).
+client's same call, in the same run: ``get`` of a ConfigMap, a JSON merge patch of it, and a
+server-side apply of it.
 
     python -m benchmarks.bench_client              # embedded API server, 2,000 calls each
     python -m benchmarks.bench_client --quick      # 200 calls each
-    python -m benchmarks.bench_client --kubeconfig ~/.kube/config   # also apply, on a cluster
+    python -m benchmarks.bench_client --kubeconfig ~/.kube/config   # on a cluster
 
 Each pair alternates in rounds (ours, theirs, ours, ...) so drift of the machine hits both;
 the figure is the median per-call time of the rounds.
@@ -35,7 +34,7 @@ def _rounds(fn: Callable[[], Any], calls: int, rounds: int = 5) -> float:
     return statistics.median(times)
 
 
-def bench(api_client: Any, calls: int, apply: bool) -> list[tuple[str, float, float]]:
+def bench(api_client: Any, calls: int) -> list[tuple[str, float, float]]:
     from kubernetes import client as k8s
 
     from informers.client import Client
@@ -50,16 +49,14 @@ def bench(api_client: Any, calls: int, apply: bool) -> list[tuple[str, float, fl
         pass
     rows = [("get", _rounds(lambda: ours.get("configmaps", NAME, NAMESPACE), calls),
              _rounds(lambda: core.read_namespaced_config_map(NAME, NAMESPACE), calls))]
-    if apply:
-        rows.append(("apply", _rounds(lambda: ours.apply(body, force=True), calls),
-                     _rounds(lambda: core.patch_namespaced_config_map(
-                         NAME, NAMESPACE, body, field_manager=MANAGER, force=True,
-                         _content_type="application/apply-patch+yaml"), calls)))
-    else:
-        patch = {"data": {"k": "v"}}
-        rows.append(("merge patch", _rounds(
-            lambda: ours.patch("configmaps", NAME, patch, NAMESPACE), calls),
-            _rounds(lambda: core.patch_namespaced_config_map(NAME, NAMESPACE, patch), calls)))
+    patch = {"data": {"k": "v"}}
+    rows.append(("merge patch", _rounds(
+        lambda: ours.patch("configmaps", NAME, patch, NAMESPACE), calls),
+        _rounds(lambda: core.patch_namespaced_config_map(NAME, NAMESPACE, patch), calls)))
+    rows.append(("apply", _rounds(lambda: ours.apply(body, force=True), calls),
+                 _rounds(lambda: core.patch_namespaced_config_map(
+                     NAME, NAMESPACE, body, field_manager=MANAGER, force=True,
+                     _content_type="application/apply-patch+yaml"), calls)))
     ours.delete("configmaps", NAME, NAMESPACE)
     return rows
 
@@ -72,15 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     calls = 200 if args.quick else 2000
     from informers.testing import connect
 
-    with connect(args.kubeconfig) as (api_client, server):
-        rows = bench(api_client, calls, apply=server is None)
+    with connect(args.kubeconfig) as (api_client, _server):
+        rows = bench(api_client, calls)
     where = "embedded API server" if args.kubeconfig is None else args.kubeconfig
     print(f"client round trip, {calls} calls each, {where}")
     print(f"{'call':<12} {'informers.client':>18} {'kubernetes':>12} {'kubernetes/ours':>16}")
     for name, ours, theirs in rows:
         print(f"{name:<12} {ours * 1e6:>15.0f} us {theirs * 1e6:>9.0f} us {theirs / ours:>15.2f}x")
-    if server is not None:
-        print("apply: needs --kubeconfig (the embedded server has no server-side apply: issue 16)")
     return 0
 
 

@@ -64,13 +64,8 @@ def deployment(name: str, ns: str, replicas: int = 1) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def apply_supported(server):
-    """Skip the embedded variant where the embedded server answers server-side apply 415."""
-    try:
-        yield
-    except UnsupportedMediaType:
-        if server.embedded is not None:
-            pytest.skip("embedded server-side apply: issue 16")
-        raise
+    """Server-side apply, which both servers answer (the embedded one since issue 16)."""
+    yield
 
 
 # -- verbs, on both servers -------------------------------------------------------------------
@@ -199,7 +194,7 @@ def test_resource_from_an_object_of_an_unknown_kind_is_not_found(any_api_server,
                        "metadata": {"name": "x", "namespace": any_api_server.namespace}})
 
 
-# -- server-side apply (the embedded server answers 415 until issue 16) -------------------------
+# -- server-side apply, on both servers ---------------------------------------------------------
 
 
 def test_apply_creates_then_updates_and_conflicts_without_force(any_api_server, client):
