@@ -230,8 +230,15 @@ def test_apply_of_fields_the_kind_lacks_is_a_500_whatever_the_field_validation(
     code, got = call(s, "PATCH", f"/api/v1/namespaces/{s.namespace}/configmaps/c", json.dumps(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "bogus": 1},
          "other": 2}), content_type=APPLY, query=[("fieldManager", "m1")])
-    assert (code, got["message"]) == (
-        500, "failed to create typed patch object (/c; /v1, Kind=ConfigMap): errors:\n"
+    # kube-apiserver reports both fields, or (in some runs) only ".other": its field sets are
+    # Go maps. The embedded server always reports both.
+    assert code == 500
+    assert got["message"] in (
+        "failed to create typed patch object (/c; /v1, Kind=ConfigMap): errors:\n"
         "  .metadata.bogus: field not declared in schema\n"
-        "  .other: field not declared in schema")
+        "  .other: field not declared in schema",
+        "failed to create typed patch object (/c; /v1, Kind=ConfigMap): "
+        ".other: field not declared in schema")
+    if s.embedded is not None:
+        assert "  .metadata.bogus: field not declared in schema\n" in got["message"]
     assert call(s, "GET", f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d")[0] == 404
