@@ -36,7 +36,12 @@ import anyio
 from informers.aio.events import Subscription
 from informers.aio.informer import AsyncSharedIndexInformer
 from informers.aio.workqueue import AsyncWorkQueue
-from informers.controller.controller import DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_RETRIES, settle
+from informers.controller.controller import (
+    DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_RETRIES,
+    check_options,
+    settle,
+)
 from informers.controller.enqueue import EnqueueRequestForObject
 from informers.controller.metrics import RESULT_ERROR, ControllerMetricsProvider, get_provider
 from informers.controller.predicates import Predicate, PredicateFilteredHandler
@@ -87,14 +92,7 @@ class AsyncController:
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         metrics: ControllerMetricsProvider | None = None,
     ) -> None:
-        if not name:
-            raise ValueError("a controller needs a name")
-        if workers < 1:
-            raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
-        if max_retries is not None and max_retries < 0:
-            raise ValueError(f"controller {name}: max_retries must not be negative")
-        if drain_timeout < 0:
-            raise ValueError(f"controller {name}: drain_timeout must not be negative")
+        check_options(name, workers, max_retries, drain_timeout)
         self.name = name
         self.reconcile = reconcile
         self.workers = workers

@@ -197,14 +197,7 @@ class Controller:
         metrics: ControllerMetricsProvider | None = None,
         leader_check: Callable[[], bool] | None = None,
     ) -> None:
-        if not name:
-            raise ValueError("a controller needs a name")
-        if workers < 1:
-            raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
-        if max_retries is not None and max_retries < 0:
-            raise ValueError(f"controller {name}: max_retries must not be negative")
-        if drain_timeout < 0:
-            raise ValueError(f"controller {name}: drain_timeout must not be negative")
+        check_options(name, workers, max_retries, drain_timeout)
         self.name = name
         self.reconcile = reconcile
         self.workers = workers
@@ -551,6 +544,24 @@ class SettleQueue(Protocol):
     def add_rate_limited(self, item: str) -> None: ...
 
     def num_requeues(self, item: str) -> int: ...
+
+
+def check_options(name: str, workers: int, max_retries: int | None,
+                  drain_timeout: float) -> None:
+    """The checks of a controller's options, shared by the threaded and the async controller.
+
+    Raises:
+        ValueError: no name, fewer than one worker, negative ``max_retries`` or
+            ``drain_timeout``.
+    """
+    if not name:
+        raise ValueError("a controller needs a name")
+    if workers < 1:
+        raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
+    if max_retries is not None and max_retries < 0:
+        raise ValueError(f"controller {name}: max_retries must not be negative")
+    if drain_timeout < 0:
+        raise ValueError(f"controller {name}: drain_timeout must not be negative")
 
 
 def settle(name: str, queue: SettleQueue, metrics: Any, max_retries: int | None, key: str,
