@@ -407,8 +407,9 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
                   f"{official_seconds:.2f} s")
 
         if profile:
-            for tuned_, compact_ in ((True, False), (False, True)):
-                label = "plain cache, tuning on" if tuned_ else "compact cache, tuning off"
+            for tuned_, compact_ in ((True, False), (False, False), (False, True)):
+                label = (f"{'compact' if compact_ else 'plain'} cache, tuning "
+                         f"{'on' if tuned_ else 'off'}")
                 print(f"profile: {label}", file=sys.stderr)
                 child = spawn("informer", server, profile=True, tuned=tuned_, compact=compact_)
                 try:

@@ -20,9 +20,12 @@ a. Initial sync of N pods: start to synced (best of ``--repeat`` for client-go a
 b. Watch events per second: a fresh informer whose first list is pinned to a resourceVersion
    taken just before ``--events`` pods were merge-patched (``resourceVersionMatch=Exact``), so
    its watch replays the MODIFIED events as fast as the client reads them; timed from the
-   informer's start to the last update handler call (each event applied to the indexer and
-   delivered to one handler), less the list's share (start to synced, same run), and the
-   handler's count of distinct resourceVersions checked (:func:`watch_seconds`). The
+   reflector's watch call to the last update handler call (each event applied to the indexer
+   and delivered to one handler), and the handler's count of distinct resourceVersions
+   checked (:func:`watch_seconds`); the best of ``--repeat`` rounds, each client in turn per
+   round. Beside it the client process's CPU time per event over the same span (user and
+   system, every thread), which moves less than the rate with the machine's other load. The raw floor: the same burst read by a bare HTTP/1.1
+   request that counts lines and decodes nothing (:meth:`Http.read_lines_seconds`). The
    patches are repeated for each client, so every client gets an identical burst.
 c. Resident memory: the RSS growth of the synced process (after a GC) per cached pod, and the
    RSS itself. Ours three ways: with ``MemoryTuning``, with the library's defaults (no
@@ -61,6 +64,7 @@ import gc
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -183,8 +187,15 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
     from informers import MemoryTuning, ResourceEventHandlerFuncs, SharedInformerFactory
     from informers.list_watch import ListOptions
 
+    state = {"seen": 0, "first": 0.0, "last": 0.0, "watch_start": 0.0, "watch_cpu": 0.0,
+             "last_cpu": 0.0}
+
     def pin(options: ListOptions) -> None:
-        # lists (not watches, which ask for bookmarks) start at rv, exactly
+        # lists (not watches, which ask for bookmarks) start at rv, exactly; the first watch's
+        # options are tweaked just before its request: the burst's start
+        if options.allow_watch_bookmarks and not state["watch_start"]:
+            state["watch_start"] = time.perf_counter()
+            state["watch_cpu"] = cpu_seconds()
         if rv and not options.allow_watch_bookmarks and not options.continue_:
             options.resource_version = rv
             options.resource_version_match = "Exact"
@@ -193,7 +204,6 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
                                     memory_tuning=MemoryTuning() if tuned else None,
                                     compact=compact)
     informer = factory.core().v1().pods().informer()
-    state = {"seen": 0, "first": 0.0, "last": 0.0}
     versions: set[str] = set()  # only the one handler thread writes
     done = threading.Event()
 
@@ -204,6 +214,7 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
             state["first"] = time.perf_counter()
         if state["seen"] == events:
             state["last"] = time.perf_counter()
+            state["last_cpu"] = cpu_seconds()
             done.set()
 
     informer.add_event_handler(ResourceEventHandlerFuncs(on_update=on_update))
@@ -232,6 +243,8 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
         if sampler is not None:
             sys.stderr.write(sampler.report(f"our watch burst of {events} events"))
         _emit({"events": events, "total": state["last"] - start, "synced": synced,
+               "watch": state["last"] - state["watch_start"],
+               "watch_cpu": state["last_cpu"] - state["watch_cpu"],
                "first_to_last": state["last"] - state["first"], "distinct": len(versions)})
     else:
         gc.collect()
@@ -246,6 +259,12 @@ def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
 SELECTOR = "app.kubernetes.io/name=checkout"
 """The lister figure's label selector: one app of the 14 in benchmarks.pods (the Go program
 uses the same)."""
+
+
+def cpu_seconds() -> float:
+    """The process's CPU time so far, user and system (every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _best_of(fn: Callable[[], Any], repeat: int = 5) -> float:
@@ -264,13 +283,16 @@ def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
 
     api = client.CoreV1Api(_client(kubeconfig))
 
+    state = {"added": 0, "seen": 0, "first": 0.0, "last": 0.0, "watch_start": 0.0}
+
     def list_pods(**kwargs: Any) -> Any:
+        if kwargs.get("watch") and not state["watch_start"]:
+            state["watch_start"] = time.perf_counter()
         if rv and not kwargs.get("watch"):
             kwargs.update(resource_version=rv, resource_version_match="Exact")
         return api.list_pod_for_all_namespaces(**kwargs)
 
     informer = SharedInformer(list_pods)
-    state = {"added": 0, "seen": 0, "first": 0.0, "last": 0.0}
     synced_event, done = threading.Event(), threading.Event()
 
     def on_added(obj: Any) -> None:
@@ -303,6 +325,7 @@ def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
             _emit({"error": f"official: saw {state['seen']} of {events} MODIFIED events"})
             os._exit(1)
         _emit({"events": events, "total": state["last"] - start, "synced": synced,
+               "watch": state["last"] - state["watch_start"],
                "first_to_last": state["last"] - state["first"], "distinct": len(versions)})
     else:
         gc.collect()
@@ -312,12 +335,14 @@ def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
 
 
 def watch_seconds(result: dict[str, Any]) -> float:
-    """A watch run's time for its burst: from the informer's start to the last handler call,
-    less the list's share (start to synced, measured in the same run, same list), and never
-    less than the first-to-last handler call. Timing only from the first to the last call
-    would leave out every event decoded and queued before the first call (client-go decodes
-    ahead of its handler)."""
-    seconds = float(result["total"] - result["synced"])
+    """A watch run's time for its burst: from the reflector's watch call (just before its
+    request; ``"watch"``) to the last handler call, and never less than the first-to-last
+    handler call. Timing only from the first to the last call would leave out every event
+    decoded and queued before the first call (client-go decodes ahead of its handler); timing
+    from the informer's start less the list's share would leave out the part of the watch
+    that overlaps the processing of the list (each client's reflector starts its watch as
+    soon as the list returns, while its informer is still handing the list out)."""
+    seconds = float(result["watch"])
     # A small burst can be applied before the 2 ms poll sees the sync: then the handler's
     # first-to-last span is all that can be said (a lower bound of the time).
     return max(seconds, float(result["first_to_last"]), 1e-6)
@@ -338,7 +363,8 @@ class ClientFigures:
     syncs: list[float] = field(default_factory=list)
     rss_growth: list[int] = field(default_factory=list)
     rss: list[int] = field(default_factory=list)
-    events_per_second: float = 0.0
+    events_per_second: float = 0.0  # the best of the watch rounds
+    watch_cpu: list[float] = field(default_factory=list)  # CPU seconds per event, per round
     list_selector: list[float] = field(default_factory=list)
 
     @property
@@ -406,29 +432,54 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
         names = [(p["metadata"]["namespace"], p["metadata"]["name"])
                  for p in (make_pod(i) for i in range(min(events, pods)))]
         clients = [c for c in figures if c != "client-go-list"]
-        for round_, client in enumerate(clients, start=1):
-            fig = figures[client]
-            rv = http.resource_version("/api/v1/pods")
-            seconds = patch_burst(http, names, round_)
-            log(f"{len(names):,} pods patched in {seconds:.1f} s (from resourceVersion {rv})")
-            if client == "client-go":
-                watch_args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}",
-                                               f"-events={len(names)}")
-            else:
-                watch_args = ("--rv", rv, "--events", str(len(names)))
-                if profile and client == "ours":
-                    watch_args += ("--profile",)
-            result = run_child(spawn(client, *watch_args))
-            if result["distinct"] != result["events"]:
-                raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
-                                   f"resourceVersions in {result['events']} updates")
-            fig.events_per_second = result["events"] / watch_seconds(result)
-            log(f"{client} watch: {result['events']:,} MODIFIED events ({result['distinct']:,} "
-                f"distinct resourceVersions) in {watch_seconds(result):.3f} s after its "
-                f"{result['synced']:.3f} s list ({fig.events_per_second:,.0f}/s; start to "
-                f"last call {result['total']:.3f} s, first to last call "
-                f"{result['first_to_last']:.3f} s)")
+        round_ = 0
+        # ``repeat`` rounds of every client in turn (a fresh burst each), the best kept: a
+        # burst's figure moves with whatever else the machine does meanwhile
+        for _ in range(repeat):
+            for client in clients:
+                if client == "official" and round_ >= len(clients):
+                    continue  # one round of the official informer: minutes for 10,000 events
+                round_ += 1
+                fig = figures[client]
+                rv = http.resource_version("/api/v1/pods")
+                seconds = patch_burst(http, names, round_)
+                log(f"{len(names):,} pods patched in {seconds:.1f} s (from resourceVersion {rv})")
+                if client == "client-go":
+                    watch_args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}",
+                                                   f"-events={len(names)}")
+                else:
+                    watch_args = ("--rv", rv, "--events", str(len(names)))
+                    if profile and client == "ours" and round_ <= len(clients):
+                        watch_args += ("--profile",)
+                result = run_child(spawn(client, *watch_args))
+                if result["distinct"] != result["events"]:
+                    raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
+                                       f"resourceVersions in {result['events']} updates")
+                rate = result["events"] / watch_seconds(result)
+                fig.events_per_second = max(fig.events_per_second, rate)
+                if "watch_cpu" in result:
+                    fig.watch_cpu.append(result["watch_cpu"] / result["events"])
+                log(f"{client} watch: {result['events']:,} MODIFIED events "
+                    f"({result['distinct']:,} distinct resourceVersions) in "
+                    f"{watch_seconds(result):.3f} s from its watch call ({rate:,.0f}/s; "
+                    f"first to last call {result['first_to_last']:.3f} s; CPU "
+                    f"{result.get('watch_cpu', 0.0) / result['events'] * 1e6:.0f} us/event)")
+        figures["raw-watch"] = raw = ClientFigures()
+        raw.events_per_second = max(raw_watch_rate(http, names, round_ + 1 + i)
+                                    for i in range(repeat))
+        log(f"raw watch (HTTP/1.1, lines counted, nothing decoded): "
+            f"{raw.events_per_second:,.0f}/s")
     return figures
+
+
+def raw_watch_rate(http: Http, names: Sequence[tuple[str, str]], round_: int) -> float:
+    """Events per second of a bare watch replaying one burst of ``names``' MODIFIED events,
+    read and not decoded: the floor every client's watch figure stands on."""
+    rv = http.resource_version("/api/v1/pods")
+    patch_burst(http, names, round_)
+    seconds = http.read_lines_seconds(
+        f"/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion={rv}", len(names))
+    return len(names) / seconds
 
 
 
@@ -443,7 +494,7 @@ and ours with the compact cache (tuning off too)."""
 @dataclass
 class ScaleRow:
     pods: int
-    client: str  # or "raw list": one GET of every pod, read and not decoded (the floor)
+    client: str  # or "raw": one GET of every pod and one watch burst, read, not decoded (floor)
     synced: float
     rss: int
     per_pod: float
@@ -455,7 +506,8 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
                   log: Callable[[str], None]) -> list[ScaleRow]:
     """For each size (ascending): seed up to it, then per client one sync (time, RSS, bytes
     per pod, the lister's selector list) and one watch burst of ``min(events, size)``
-    MODIFIED events, timed as in :func:`measure_informers` (from the start, less the sync)."""
+    MODIFIED events, timed as in :func:`measure_informers` (:func:`watch_seconds`); and the raw
+    floor: the list and one burst read without decoding."""
     kubeconfig = plane.kubeconfig_path
     rows: list[ScaleRow] = []
     seeded = 0
@@ -463,13 +515,14 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
         seconds = seed_pods(http, size, first=seeded, unique_names=True)
         log(f"seeded pods {seeded:,}..{size - 1:,} in {seconds:.1f} s")
         seeded = size
-        raw = min(http.read_seconds("/api/v1/pods?resourceVersion=0")[0] for _ in range(2))
-        rows.append(ScaleRow(size, "raw list", raw, 0, 0.0, 0.0, 0.0))
-        log(f"{size:,} pods, raw list (GET at resourceVersion 0, read, not decoded): "
-            f"{raw:.2f} s")
         burst = min(events, size)
         names = [(p["metadata"]["namespace"], f"{p['metadata']['name']}-{i}")
                  for i, p in ((i, make_pod(i)) for i in range(burst))]
+        raw = min(http.read_seconds("/api/v1/pods?resourceVersion=0")[0] for _ in range(2))
+        raw_rate = raw_watch_rate(http, names, size) if burst else 0.0
+        rows.append(ScaleRow(size, "raw", raw, 0, 0.0, raw_rate, 0.0))
+        log(f"{size:,} pods, raw list (GET at resourceVersion 0, read, not decoded): "
+            f"{raw:.2f} s; raw watch {raw_rate:,.0f} ev/s")
         for client in SCALE_CLIENTS:
             if client == "client-go":
                 result = run_child(spawn_go(binary, kubeconfig, "-mode=sync"))
@@ -483,7 +536,7 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
             rate = 0.0
             if burst:
                 rv = http.resource_version("/api/v1/pods")
-                patch_burst(http, names, size + len(rows))
+                patch_burst(http, names, size + len(rows) + 1)
                 if client == "client-go":
                     watched = run_child(spawn_go(binary, kubeconfig, "-mode=watch", f"-rv={rv}",
                                                  f"-events={burst}"))
@@ -510,9 +563,10 @@ def scale_report(rows: list[ScaleRow]) -> str:
               "bytes/pod", "watch ev/s", "lister list(selector)"]
     out = [header]
     for r in rows:
-        if r.client == "raw list":
-            out.append([f"{r.pods:,}", r.client, f"{r.synced:.2f} s",
-                        f"{r.synced / r.pods * 1e6:.0f}", "-", "-", "-", "-"])
+        if r.client == "raw":
+            out.append([f"{r.pods:,}", "raw (read, no decode)", f"{r.synced:.2f} s",
+                        f"{r.synced / r.pods * 1e6:.0f}", "-", "-",
+                        f"{r.events_per_second:,.0f}", "-"])
             continue
         out.append([f"{r.pods:,}", r.client, f"{r.synced:.2f} s",
                     f"{r.synced / r.pods * 1e6:.0f}", f"{r.rss / 1e6:.0f} MB",
@@ -522,7 +576,7 @@ def scale_report(rows: list[ScaleRow]) -> str:
     sizes = sorted({r.pods for r in rows})
     if 10_000 in sizes and sizes[-1] > 10_000:
         lines = ["", f"growth, {sizes[-1]:,} pods against 10,000 (per pod; target <= 1.2x):"]
-        raw = {r.pods: r.synced for r in rows if r.client == "raw list"}
+        raw = {r.pods: r.synced for r in rows if r.client == "raw"}
         lines.append(f"  raw list: time per pod "
                      f"{(raw[sizes[-1]] / sizes[-1]) / (raw[10_000] / 10_000):.2f}x")
         for client in SCALE_CLIENTS:
@@ -575,6 +629,20 @@ def report(pods: int, figures: dict[str, ClientFigures], churns: dict[str, Churn
                      f"{ours.events_per_second / go.events_per_second:.2f}x",
                      f"{ours.events_per_second / official.events_per_second:.1f}x"
                      if official else "-", "-", "-"])
+        raw = figures.get("raw-watch")
+        if raw is not None and raw.events_per_second:
+            rows.append(["watch events/s, raw floor (HTTP/1.1 read, no decode)",
+                         f"{raw.events_per_second:,.0f}", f"{go.events_per_second:,.0f}", "-",
+                         f"{raw.events_per_second / go.events_per_second:.2f}x", "-", "-", "-"])
+    if go.watch_cpu:
+        for label, key in (("ours", "ours"), ("ours, tuning off", "ours-untuned"),
+                           ("ours, compact cache, tuning off", "ours-compact")):
+            fig = figures.get(key)
+            if fig is not None and fig.watch_cpu:
+                a, b = min(fig.watch_cpu), min(go.watch_cpu)
+                rows.append([f"watch CPU per event (client process), {label}",
+                             f"{a * 1e6:.0f} us", f"{b * 1e6:.0f} us", "-", f"{a / b:.2f}x", "-",
+                             "-", "-"])
     rows.append(["memory per cached pod (RSS growth)", f"{ours.per_pod / 1e3:.1f} KB",
                  f"{go.per_pod / 1e3:.1f} KB",
                  f"{official.per_pod / 1e3:.1f} KB" if official else "-",

@@ -71,7 +71,7 @@ def _container(rng: random.Random, app: str, main: bool, i: int) -> tuple[dict[s
     container: dict[str, Any] = {"name": name, "image": image}
     if main:
         container["args"] = ["--config=/etc/app/config.yaml", f"--port={8080}"]
-        env = []
+        env: list[dict[str, Any]] = []
         for key, value in rng.sample(_ENV, rng.randrange(0, 6)):
             if value is not None:
                 env.append({"name": key, "value": value})

@@ -49,6 +49,23 @@ class Http:
             response.release_conn()
         return time.perf_counter() - start, size
 
+    def read_lines_seconds(self, path: str, lines: int) -> float:
+        """Seconds to GET ``path`` (a watch) and read ``lines`` newline-terminated events
+        without decoding them: the server's (and the wire's) share of a watch burst, the
+        floor of any client's watch."""
+        start = time.perf_counter()
+        response = self.stream(path)
+        seen = 0
+        try:
+            while seen < lines:
+                chunk = response.read1(1 << 16)
+                if not chunk:
+                    raise RuntimeError(f"GET {path}: ended after {seen} of {lines} events")
+                seen += chunk.count(b"\n")
+            return time.perf_counter() - start
+        finally:
+            response.release_conn()
+
     def resource_version(self, path: str) -> str:
         return str(self.request("GET", f"{path}?limit=1")["metadata"]["resourceVersion"])
 

@@ -14,10 +14,13 @@
 //	             "total", seconds from informer.Run to the last UpdateFunc call (each event
 //	             applied to the indexer and delivered to one handler), "synced" (Run to
 //	             HasSynced, polled every 2 ms), "first_to_last" (first to last UpdateFunc
-//	             call) and "distinct", the number of distinct resourceVersions UpdateFunc saw.
-//	             The benchmark subtracts the list's share (the best sync of -mode sync) from
-//	             "total": timing only first to last call leaves out every event decoded and
-//	             queued before the first call.
+//	             call), "distinct", the number of distinct resourceVersions UpdateFunc saw,
+//	             and "watch", seconds from the reflector's Watch call (just before its
+//	             request) to the last UpdateFunc call: the burst's time. Timing only first
+//	             to last call would leave out every event decoded and queued before the
+//	             first call; subtracting "synced" from "total" would leave out the part of
+//	             the watch that overlaps the processing of the list. "watch_cpu" is the
+//	             process's CPU seconds (user and system) over the same span.
 //
 // Both strip managedFields on the way in (SetTransform), as kube-informers' factory does by
 // default; -keep-managed-fields turns that off. Content type: client-go's default (JSON).
@@ -34,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,8 +91,19 @@ func fail(format string, args ...interface{}) {
 
 // pinnedListWatch lists pods at one resourceVersion exactly, then watches from there.
 type pinnedListWatch struct {
-	client kubernetes.Interface
-	rv     string
+	client     kubernetes.Interface
+	rv         string
+	watchStart atomic.Value // time.Time of the first Watch call
+	watchCPU   atomic.Value // the process's CPU seconds (user + system) then
+}
+
+// cpuSeconds is the process's CPU time so far, user and system.
+func cpuSeconds() float64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		fail("getrusage: %v", err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano()).Seconds()
 }
 
 func (lw *pinnedListWatch) List(options metav1.ListOptions) (kruntime.Object, error) {
@@ -100,6 +115,9 @@ func (lw *pinnedListWatch) List(options metav1.ListOptions) (kruntime.Object, er
 }
 
 func (lw *pinnedListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
+	if lw.watchStart.CompareAndSwap(nil, time.Now()) {
+		lw.watchCPU.Store(cpuSeconds())
+	}
 	return lw.client.CoreV1().Pods("").Watch(context.Background(), options)
 }
 
@@ -164,13 +182,15 @@ func main() {
 		emit(map[string]interface{}{"synced": synced, "rss0": rss0, "rss1": rss1,
 			"cached": len(informer.GetStore().ListKeys()), "list_selector": best.Seconds()})
 	case "watch":
-		informer := cache.NewSharedIndexInformer(&pinnedListWatch{client, *rv}, &corev1.Pod{}, 0,
+		lw := &pinnedListWatch{client: client, rv: *rv}
+		informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		if !*keepManagedFields {
 			_ = informer.SetTransform(stripManagedFields)
 		}
 		var seen int64
 		var first, last time.Time
+		var lastCPU float64
 		done := make(chan struct{})
 		target := int64(*events)
 		versions := make(map[string]struct{}, *events) // only the one handler goroutine writes
@@ -185,6 +205,7 @@ func main() {
 				}
 				if n == target {
 					last = time.Now()
+					lastCPU = cpuSeconds()
 					close(done)
 				}
 			},
@@ -204,7 +225,9 @@ func main() {
 		case <-time.After(time.Until(deadline)):
 			fail("saw %d of %d MODIFIED events", atomic.LoadInt64(&seen), target)
 		}
+		watchStart, _ := lw.watchStart.Load().(time.Time)
 		emit(map[string]interface{}{"events": target, "total": last.Sub(start).Seconds(),
+			"watch": last.Sub(watchStart).Seconds(), "watch_cpu": lastCPU - lw.watchCPU.Load().(float64),
 			"synced": synced.Seconds(), "first_to_last": last.Sub(first).Seconds(),
 			"distinct": len(versions), "cached": len(informer.GetStore().ListKeys())})
 	default:
