@@ -11,17 +11,16 @@ controller-runtime ``pkg/manager`` (``internal.go``, ``runnable_group.go``,
     manager.add(controller)              # runs only while this replica leads
     manager.run()                        # SIGTERM/SIGINT stop it; a second one exits at once
 
-A stopped manager can be started again (see :class:`Manager`, "Restart").
+A stopped manager can be started again (see :class:`Manager`, "Restart"). Its parts live
+beside it: :mod:`informers.leader_election_config` (the Lease settings and the elector built
+from them), :mod:`informers.runnable` (what it runs) and :mod:`informers.shard_binding` (its
+factory in a shard ring).
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from informers.clock import REAL_CLOCK, Clock
@@ -29,16 +28,21 @@ from informers.controller.controller import Controller
 from informers.errors import AlreadyStartedError, LeaderElectionLostError
 from informers.factory import SharedInformerFactory
 from informers.health_server import HealthCheck, HealthServer
-from informers.leaderelection import (
-    DEFAULT_LEASE_DURATION,
-    DEFAULT_RENEW_DEADLINE,
-    DEFAULT_RETRY_PERIOD,
-    LeaderElector,
-    LeaseLock,
+from informers.leader_election_config import (
+    LEADER_ELECTION_CHECK,
+    LEADER_ELECTION_HEALTH_TOLERANCE,
+    LeaderElectionConfig,
+    new_elector,
 )
+from informers.leader_election_config import (  # informers.aio.manager imports it from here
+    default_identity as _default_identity,
+)
+from informers.leaderelection import LeaderElector
 from informers.leaderelection import MetricsProvider as LeaderElectionMetricsProvider
 from informers.memory import MemoryTuning
+from informers.runnable import Runnable, RunnableEntry, runnable_name, unique_name
 from informers.shard.coordinator import ShardCoordinator, ShardingConfig
+from informers.shard_binding import bind_to_ring
 from informers.signals import SignalHandler
 
 if TYPE_CHECKING:
@@ -68,65 +72,9 @@ SHARD_RING_CHECK = "shard-ring"
 holds its own Lease (:meth:`ShardCoordinator.ready
 <informers.shard.coordinator.ShardCoordinator.ready>`); also the coordinator's runnable name."""
 
-LEADER_ELECTION_CHECK = "leader-election"
-"""The liveness check of a leader that failed to step down (client-go ``HealthzAdaptor``)."""
-
-LEADER_ELECTION_HEALTH_TOLERANCE = 20.0
-"""Seconds past the lease duration a leader may go without renewing before ``/healthz``
-fails: kube-controller-manager's ``leaderelection.NewLeaderHealthzAdaptor(time.Second * 20)``."""
-
 _STOP_POLL = 0.1
 """Real seconds between checks of the caller's stop event while running (only bounds how fast a
 set stop event is noticed)."""
-
-Runnable = Callable[[threading.Event], Any]
-"""Something the manager runs on its own thread: ``fn(stop_event)`` runs until the event is set
-(controller-runtime ``Runnable.Start(ctx)``), e.g. :meth:`Controller.run
-<informers.controller.controller.Controller.run>`."""
-
-
-def _default_identity() -> str:
-    """``<hostname>_<uuid>``, as controller-runtime's manager builds its lock identity."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-@dataclass(frozen=True)
-class LeaderElectionConfig:
-    """How a :class:`Manager` takes part in leader election on a coordination.k8s.io/v1 Lease.
-
-    Attributes:
-        lease_name: the Lease's name, shared by every replica (controller-runtime
-            ``LeaderElectionID``).
-        lease_namespace: the Lease's namespace.
-        identity: this replica's identity, unique among the replicas; ``None`` for
-            ``<hostname>_<uuid4>`` (controller-runtime's default).
-        lease_duration: seconds a standby waits after last seeing the lease change before it
-            takes over (default 15 s, client-go and controller-runtime).
-        renew_deadline: seconds the leader keeps retrying a renewal before it steps down
-            (default 10 s).
-        retry_period: seconds between attempts (default 2 s).
-        release_on_cancel: release the lease at shutdown, once the leader-only runnables
-            have stopped, so a standby takes over at once instead of after
-            ``lease_duration``. Default ``True`` (controller-runtime defaults to ``False``);
-            the manager skips the release when a leader-only runnable did not stop in time.
-    """
-
-    lease_name: str
-    lease_namespace: str
-    identity: str | None = None
-    lease_duration: float = DEFAULT_LEASE_DURATION
-    renew_deadline: float = DEFAULT_RENEW_DEADLINE
-    retry_period: float = DEFAULT_RETRY_PERIOD
-    release_on_cancel: bool = True
-
-
-@dataclass
-class _Runnable:
-    name: str
-    fn: Runnable
-    needs_leader: bool
-    thread: threading.Thread | None = None
-
 
 class Manager:
     """Holds a process's informer factory, controllers and other runnables, optional leader
@@ -253,7 +201,7 @@ class Manager:
         self._clock = clock
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._runnables: list[_Runnable] = []
+        self._runnables: list[RunnableEntry] = []
         self._controllers: list[Controller] = []
         self._replaced: dict[Any, Any] = {}  # informer -> the informer that replaced it
         self._running: set[str] = set()
@@ -302,54 +250,18 @@ class Manager:
         if sharding is not None:
             if api_client is None or factory is None:
                 raise ValueError("sharding needs an api_client (or a factory)")
-            self.shard = ShardCoordinator(api_client, sharding, clock=clock,
-                                          metrics_registry=metrics_registry)
-            factory.wrap_list_watch = self.shard.list_watch
-            self.shard.before_relist.append(self._reset_informer_backoffs)
-            self.shard.cache_check = self._shard_cache_applied
+            self.shard = bind_to_ring(factory, api_client, sharding, clock=clock,
+                                      metrics_registry=metrics_registry)
             self.add_runnable(self.shard.run, name=SHARD_RING_CHECK)
             if self.health_server is not None:
                 self.health_server.add_readyz_check(SHARD_RING_CHECK, self.shard.ready)
 
-    def _shard_cache_applied(self, list_watch: Any, resource_version: str) -> bool:
-        """Whether the factory's informer on ``list_watch`` has applied ``resource_version``."""
-        if self.factory is None:
-            return True
-        for informer in self.factory.informers().values():
-            if informer.list_watch is list_watch:
-                applied = informer.last_store_sync_resource_version()
-                if applied.isdigit() and resource_version.isdigit():
-                    return int(applied) >= int(resource_version)
-                return applied == resource_version
-        return True
-
-    def _reset_informer_backoffs(self) -> None:
-        if self.factory is not None:
-            for informer in self.factory.informers().values():
-                informer.reset_backoff()
-
     def _new_elector(self, cfg: LeaderElectionConfig) -> LeaderElector:
         assert self._identity is not None
-        lock = LeaseLock(
-            self.api_client,
-            cfg.lease_namespace,
-            cfg.lease_name,
-            self._identity,
-            # kube-controller-manager bounds each lease request by the renew deadline.
-            request_timeout=cfg.renew_deadline,
-        )
-        return LeaderElector(
-            lock,
-            lease_duration=cfg.lease_duration,
-            renew_deadline=cfg.renew_deadline,
-            retry_period=cfg.retry_period,
-            on_started_leading=self._on_started_leading,
-            on_stopped_leading=self._on_stopped_leading,
-            release_on_cancel=cfg.release_on_cancel,
-            name=cfg.lease_name,
-            clock=self._clock,
-            metrics_provider=self._leader_election_metrics_provider,
-        )
+        return new_elector(self.api_client, cfg, self._identity,
+                           on_started_leading=self._on_started_leading,
+                           on_stopped_leading=self._on_stopped_leading, clock=self._clock,
+                           metrics_provider=self._leader_election_metrics_provider)
 
     def _leader_election_healthy(self) -> str | None:
         """The ``/healthz`` check of the current elector (``None``: healthy)."""
@@ -400,16 +312,12 @@ class Manager:
         Raises:
             AlreadyStartedError: the manager has started.
         """
-        base = name or getattr(fn, "__qualname__", None) or repr(fn)
         with self._lock:
             if self._started:
-                raise AlreadyStartedError(f"cannot add {base!r}: the manager has started")
-            taken = {r.name for r in self._runnables}
-            unique, n = base, 1
-            while unique in taken:
-                n += 1
-                unique = f"{base}#{n}"
-            self._runnables.append(_Runnable(unique, fn, needs_leader))
+                raise AlreadyStartedError(
+                    f"cannot add {runnable_name(fn, name)!r}: the manager has started")
+            unique = unique_name(fn, name, (r.name for r in self._runnables))
+            self._runnables.append(RunnableEntry(unique, fn, needs_leader))
 
     def add_webhook_server(self, server: WebhookServer) -> None:
         """Serve ``server`` (:class:`~informers.webhook.server.WebhookServer`) with the
@@ -490,8 +398,7 @@ class Manager:
             self.elected.clear()
             restart = self._started
             if restart:
-                still = [r.name for r in self._runnables
-                         if r.thread is not None and r.thread.is_alive()]
+                still = [r.name for r in self._runnables if r.alive()]
                 if still:
                     raise AlreadyStartedError(
                         "cannot start the manager again: runnable(s) "
@@ -592,7 +499,7 @@ class Manager:
         self._elector_thread.start()
         return True
 
-    def _start_runnable(self, r: _Runnable) -> None:
+    def _start_runnable(self, r: RunnableEntry) -> None:
         """Start ``r`` on its thread (lock held)."""
         self._running.add(r.name)
         r.thread = threading.Thread(
@@ -600,7 +507,7 @@ class Manager:
         )
         r.thread.start()
 
-    def _run_runnable(self, r: _Runnable) -> None:
+    def _run_runnable(self, r: RunnableEntry) -> None:
         try:
             r.fn(self._work_stop)
         except BaseException as err:

@@ -40,7 +40,9 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
                  "informers.controllerutil", "informers.shard", "informers.aio"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals",
-                 "informers.webhook", "informers.crdgen", "informers.aio.manager"]),
+                 "informers.webhook", "informers.crdgen", "informers.aio.manager",
+                 "informers.leader_election_config", "informers.shard_binding",
+                 "informers.runnable"]),
     ("test server", ["informers.testing"]),
     ("package root", ["informers"]),
 ]

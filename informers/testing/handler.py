@@ -1,11 +1,10 @@
 """The HTTP side of the embedded API server: one handler per connection, HTTP/1.1 keep-alive.
 
 Bounds how long a client may take to send a request's headers, reads and bounds request
-bodies, authenticates and authorizes (:mod:`informers.testing.access`), applies injected delays
-and failures, routes to :class:`Endpoints` (``/openapi/`` to :class:`OpenAPI`; write bodies go
-through the ``fieldValidation`` of :class:`FieldValidator`), writes JSON responses (one
-``sendall`` per response) and chunked watch streams, and records every answered request in
-the request log.
+bodies, authenticates and authorizes (:mod:`informers.testing.access`), hands the request to
+:func:`~informers.testing.dispatch.dispatch` (injected delays and failures, then the
+endpoint of its verb), writes JSON responses (one ``sendall`` per response) and chunked watch
+streams, and records every answered request in the request log.
 """
 
 from __future__ import annotations
@@ -20,34 +19,18 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from informers.errors import StatusError
-from informers.testing import (
-    access,
-    discovery_endpoint,
-    protobuf,
-    scale_endpoint,
-    status,
-    table_endpoint,
-    tables,
-)
+from informers.testing import access, status, table_endpoint, tables
 from informers.testing.admission import RequestScope, request_scope
 from informers.testing.conversion import (
     ConvertingWatchWriter,
     convert_body,
     needs_conversion,
 )
-from informers.testing.crds import is_builtin_group
-from informers.testing.endpoints import (
-    APPLY_PATCH,
-    Response,
-    decode_body,
-    media_type,
-    status_response,
-)
-from informers.testing.field_validation import directive, warning_header
-from informers.testing.options import ListOptions
+from informers.testing.dispatch import StreamError, dispatch, request_record
+from informers.testing.endpoints import Response, status_response
+from informers.testing.field_validation import warning_header
 from informers.testing.request_headers import Headers, parse_headers
 from informers.testing.request_info import RequestInfo, resolve
-from informers.testing.requestlog import RequestRecord
 from informers.testing.server_app import ServerApp
 from informers.testing.watch import WatchHandle, WatchStream, error_line
 
@@ -59,7 +42,6 @@ _HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})  # answer "ok"
 _MAX_LINE = 65536  # http.client._MAXLINE: the longest header line
 _MAX_HEADERS = 100  # http.client._MAXHEADERS
 _BLANK_LINES = (b"\r\n", b"\n", b"")
-_DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")  # the defaults of a delete's body
 _REASONS = {
     200: "OK", 201: "Created", 202: "Accepted", 301: "Moved Permanently", 304: "Not Modified",
     400: "Bad Request", 401: "Unauthorized",
@@ -385,7 +367,15 @@ class RequestHandler(BaseHTTPRequestHandler):
                 return
             raw = self._read_body(app.max_request_body_bytes)
             with request_scope(query) as scope:  # writes inside are admitted (admission.py)
-                response = self._dispatch(app, info, query, raw)
+                outcome = dispatch(app, self.command, self.headers, info, query, raw)
+                if isinstance(outcome, WatchStream):
+                    self._serve_watch(app, info, query, outcome)
+                    response = None
+                elif isinstance(outcome, StreamError):
+                    self._serve_stream_error(app, info, query, outcome.error)
+                    response = None
+                else:
+                    response = outcome
                 if response is not None and response.code < 300 and needs_conversion(info.rt):
                     assert info.rt is not None  # a CRD version read from the storage version
                     response = Response(response.code, convert_body(
@@ -413,154 +403,9 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _record(self, app: ServerApp, info: RequestInfo, query: dict[str, str], code: int) -> None:
-        app.request_log_store.append(self._request_record(app, info, query, code))
-
-    def _request_record(
-        self, app: ServerApp, info: RequestInfo, query: dict[str, str], code: int
-    ) -> RequestRecord:
-        return RequestRecord(
-            verb=info.verb if info.is_resource else "",
-            resource=info.resource,
-            group=info.group,
-            version=info.version,
-            namespace=info.namespace or "",
-            name=info.name,
-            subresource=info.subresource,
-            query=dict(query),
-            status=code,
-            time=app.clock.now(),
-            method=self.command,
-            path=info.path,
-        )
-
-    def _dispatch(
-        self, app: ServerApp, info: RequestInfo, query: dict[str, str], raw: bytes
-    ) -> Response | None:
-        if not info.is_resource:
-            return discovery_endpoint.serve(
-                self.command, info.path, query, self.headers.get("Accept", ""),
-                self.headers.get("If-None-Match", ""), openapi=app.openapi,
-                registry=app.registry, endpoints=app.endpoints,
-                server_address=app.server_address, now=app.clock.wall())
-        if info.unknown or info.extra_parts or info.rt is None:
-            if info.group and not is_builtin_group(info.group):
-                # No API installed for the group (a CRD's group once it is gone, a CRD
-                # version not served): the request falls through to Go's http.NotFound.
-                return Response(404, b"404 page not found\n", [
-                    ("Content-Type", "text/plain; charset=utf-8"),
-                    ("X-Content-Type-Options", "nosniff")])
-            raise status.not_found_path()
-        rt = info.rt
-        if info.subresource and info.subresource not in rt.subresources:
-            raise status.not_found_path()
-        verb = info.verb
-        delay = app.faults.delay_for(verb, info.resource)
-        if delay > 0:
-            app.clock.sleep(delay, app.stopping)
-        failure = app.faults.take_failure(
-            verb, info.resource, lambda: self._request_record(app, info, query, 0)
-        )
-        if failure is not None:
-            err = status.from_code(failure.code, failure.message, failure.retry_after)
-            if failure.as_ok:
-                return Response(200, status_response(err).body)
-            if failure.in_stream and verb == "watch":
-                self._serve_stream_error(app, info, query, err)
-                return None
-            raise err
-        endpoints = app.endpoints
-        if info.subresource == "status" and verb not in ("get", "update", "patch"):
-            raise status.method_not_allowed()
-        if info.subresource == "finalize" and verb != "update":
-            raise status.method_not_allowed()
-        if verb not in rt.verbs:
-            raise status.method_not_allowed()
-        if info.subresource == "scale":
-            return scale_endpoint.serve(
-                endpoints, app.field_validator, info, query, raw,
-                media_type(self.headers.get("Content-Type")), self._manager(query))
-        if verb in ("get", "list") and tables.wants_table(self.headers.get("Accept", "")):
-            return table_endpoint.serve(app.endpoints, info, query, app.clock.wall())
-        if verb == "get":
-            return endpoints.get(info, query)
-        if verb == "list":
-            return endpoints.list(info, ListOptions.parse(query))
-        if verb == "watch":
-            stream = endpoints.watch(info, ListOptions.parse(query, force_watch=True))
-            self._serve_watch(app, info, query, stream)
-            return None
-        content_type = media_type(self.headers.get("Content-Type"))
-        if verb in ("create", "update"):
-            if (verb == "create") == bool(info.name):
-                raise status.method_not_allowed()
-            if not content_type:
-                # negotiation.NegotiateInputSerializer: no Content-Type means the first
-                # supported media type, JSON (the official Python client sends none).
-                content_type = "application/json"
-            mode = directive(query, verb)
-            warnings: list[str] = []
-            if content_type in ("application/json", "application/yaml"):
-                body, warnings = app.field_validator.decode(raw, content_type, rt, mode)
-            elif content_type == protobuf.CONTENT_TYPE and rt.builtin:
-                body = protobuf.decode_object(raw, (rt.api_version, rt.kind), rt.kind)
-            else:  # custom resources have no protobuf form (kube-apiserver lists it, then fails)
-                raise status.unsupported_media_type(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json, application/yaml"
-                    + (f", {protobuf.CONTENT_TYPE}" if rt.builtin else "")
-                )
-            if verb == "create":
-                response = endpoints.create(info, query, body, self._manager(query))
-            else:
-                response = endpoints.update(info, query, body, self._manager(query))
-            response.headers.extend(map(warning_header, warnings))
-            return response
-        if verb == "patch":
-            endpoints.check_patch_type(content_type)
-            if content_type == APPLY_PATCH:
-                return endpoints.apply(info, query, raw, app.field_validator.schemas.fields(rt)
-                                       if rt.builtin and app.field_validator.schemas.complete
-                                       else None)
-            mode = directive(query, verb)
-            patch, duplicates = app.field_validator.decode_patch(raw, content_type, rt, mode)
-            warnings = []
-            response = endpoints.patch(
-                info, query, content_type, patch, app.field_validator.patched_check(
-                    rt, content_type, patch, duplicates, mode, warnings),
-                self._manager(query))
-            response.headers.extend(map(warning_header, warnings))
-            return response
-        if verb in ("delete", "deletecollection"):
-            body = None
-            if raw.strip():  # DeleteOptions
-                body = (protobuf.decode_object(raw, _DELETE_OPTIONS, registered=("DeleteOptions",))
-                        if content_type == protobuf.CONTENT_TYPE
-                        else decode_body(raw, "application/json"))
-            if verb == "delete":
-                return endpoints.delete(info, query, body)
-            return endpoints.deletecollection(info, query, ListOptions.parse(query), body)
-        raise status.method_not_allowed()
+        app.request_log_store.append(request_record(app, self.command, info, query, code))
 
     # -- watches -------------------------------------------------------------------------------
-
-    def _manager(self, query: dict[str, str]) -> str:
-        """The field manager of a write: ``fieldManager``, else the User-Agent up to its
-        first ``/`` (apiserver/pkg/endpoints/handlers/create.go ``prefixFromUserAgent``:
-        printable characters, at most 128 bytes), else ``unknown``
-        (managedfields/internal/buildmanagerinfo.go)."""
-        manager = query.get("fieldManager")
-        if manager:
-            return manager
-        agent = (self.headers.get("User-Agent") or "").split("/")[0]
-        prefix = b""
-        for char in agent:
-            encoded = char.encode()
-            if not char.isprintable():
-                continue
-            if len(prefix) + len(encoded) > 128:  # validation.FieldManagerMaxLength
-                break
-            prefix += encoded
-        return prefix.decode() or "unknown"
 
     def _start_stream(self, app: ServerApp, info: RequestInfo, query: dict[str, str]) -> None:
         self._record(app, info, query, 200)

@@ -20,7 +20,6 @@ from typing import Any
 from informers.clock import REAL_CLOCK, Clock
 from informers.testing import bootstrap, client_config, status, tls
 from informers.testing.admission import Admission
-from informers.testing.codec import dumps, loads
 from informers.testing.connections import Connections
 from informers.testing.conversion import Conversion
 from informers.testing.crd_installer import read_crds
@@ -30,12 +29,12 @@ from informers.testing.faults import Faults, InjectedFailure
 from informers.testing.field_validation import FieldValidator
 from informers.testing.handler import ApiHTTPServer
 from informers.testing.openapi import OpenAPI
-from informers.testing.options import Predicate
 from informers.testing.requestlog import RequestLog, RequestRecord
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.schemas import Schemas
-from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Entry, Storage, object_key
-from informers.testing.strategy import JSON_PATCH, MERGE_PATCH, Strategy
+from informers.testing.seeding import Seeder
+from informers.testing.storage import DEFAULT_HISTORY_LIMIT, Storage
+from informers.testing.strategy import Strategy
 from informers.testing.watch import EVENT_TYPES, WatchHandle
 from informers.testing.webhook_client import WebhookClient
 
@@ -224,6 +223,7 @@ class ApiServer:
         self.custom_resources = CustomResources(self.registry, self.storage)
         self.strategy.custom = self.custom_resources
         self.custom_resources.attach(self.strategy)
+        self._seeder = Seeder(self.registry, self.storage, self.strategy)
         webhook_client = WebhookClient(webhook_services)
         self.admission = Admission(self.storage, self.registry, webhook_client)
         self.admission.install()
@@ -385,28 +385,6 @@ class ApiServer:
 
     # -- seeding helpers (no HTTP; watchers see the changes) -----------------------------------
 
-    def _rt(self, resource: str | None, obj: dict[str, Any] | None = None) -> ResourceType:
-        """The served resource; a kind not served is the API's 404 (``the server could not
-        find the requested resource``), as a request to its path would answer."""
-        try:
-            if resource is not None:
-                return self.registry.find(resource)
-            assert obj is not None
-            return self.registry.for_object(obj)
-        except KeyError:
-            raise status.not_found_path() from None
-
-    @staticmethod
-    def _typed(rt: ResourceType, entry: Entry) -> dict[str, Any]:
-        result: dict[str, Any] = loads(entry.typed(rt))
-        return result
-
-    @staticmethod
-    def _namespace(rt: ResourceType, obj: dict[str, Any], namespace: str | None) -> str:
-        if not rt.namespaced:
-            return ""
-        return namespace or (obj.get("metadata") or {}).get("namespace") or "default"
-
     def create(
         self, obj: dict[str, Any], resource: str | None = None, namespace: str | None = None
     ) -> dict[str, Any]:
@@ -416,26 +394,14 @@ class ApiServer:
 
         Returns the stored object. Raises ``StatusError`` as the API would (409, 404...).
         """
-        rt = self._rt(resource, obj)
-        copy: dict[str, Any] = loads(dumps(obj))
-        target = self._namespace(rt, obj, namespace)
-        if rt.namespaced and isinstance(copy.get("metadata"), dict):
-            copy["metadata"]["namespace"] = target
-        entry = self.strategy.create(rt, target, copy, seeding=True)
-        return self._typed(rt, entry)
+        return self._seeder.create(obj, resource, namespace)
 
     def update(
         self, obj: dict[str, Any], resource: str | None = None, namespace: str | None = None
     ) -> dict[str, Any]:
         """Replace an object unconditionally, status included (its ``resourceVersion`` is
         ignored). Returns the stored object."""
-        rt = self._rt(resource, obj)
-        copy: dict[str, Any] = loads(dumps(obj))
-        name = (copy.get("metadata") or {}).get("name", "")
-        entry = self.strategy.update(
-            rt, self._namespace(rt, obj, namespace), name, copy, subresource="*", seeding=True
-        )
-        return self._typed(rt, entry)
+        return self._seeder.update(obj, resource, namespace)
 
     def patch(
         self, resource: str, namespace: str | None, name: str, patch: Any, *,
@@ -443,12 +409,8 @@ class ApiServer:
     ) -> dict[str, Any]:
         """Apply a merge patch (``patch_type="merge"``) or JSON patch (``"json"``); by default
         the status may change too. Returns the stored object."""
-        rt = self._rt(resource)
-        content_type = JSON_PATCH if patch_type == "json" else MERGE_PATCH
-        entry = self.strategy.patch(
-            rt, namespace or "", name, content_type, loads(dumps(patch)), subresource=subresource
-        )
-        return self._typed(rt, entry)
+        return self._seeder.patch(resource, namespace, name, patch, patch_type=patch_type,
+                                 subresource=subresource)
 
     def delete(
         self, resource: str, namespace: str | None, name: str, *,
@@ -456,33 +418,20 @@ class ApiServer:
     ) -> dict[str, Any]:
         """Delete like the API (finalizers and graceful pods are only marked). Returns the
         object as answered (the final state, or the marked one)."""
-        rt = self._rt(resource)
-        options = {} if grace_period_seconds is None else {
-            "gracePeriodSeconds": grace_period_seconds
-        }
-        entry, _ = self.strategy.delete(rt, namespace or "", name, options)
-        return self._typed(rt, entry)
+        return self._seeder.delete(resource, namespace, name,
+                                  grace_period_seconds=grace_period_seconds)
 
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The stored object (a copy, with ``kind``/``apiVersion``), or ``None``."""
-        rt = self._rt(resource)
-        entry = self.storage.get(rt, object_key(rt, namespace or "", name))
-        return None if entry is None else self._typed(rt, entry)
+        return self._seeder.get(resource, namespace, name)
 
     def list(
         self, resource: str, namespace: str | None = None, *, label_selector: str = "",
         field_selector: str = "",
     ) -> builtins.list[dict[str, Any]]:
         """Copies of the stored objects in key order, optionally filtered."""
-        rt = self._rt(resource)
-        predicate = Predicate(rt, label_selector, field_selector)
-        with self.storage.lock:
-            coll = self.storage.collection(rt)
-            entries = [coll.objects[k] for k in coll.sorted_keys()]
-        return [
-            self._typed(rt, e) for e in entries
-            if (namespace is None or e.namespace == namespace) and predicate.matches(e)
-        ]
+        return self._seeder.list(resource, namespace, label_selector=label_selector,
+                                field_selector=field_selector)
 
     @property
     def resource_version(self) -> str:

@@ -5,7 +5,10 @@ The :class:`Strategy` plays the generic registry store, applying the per-kind st
 synchronously, kube-controller-manager's namespace controller: it validates names, sets the
 server-owned metadata, checks optimistic concurrency, keeps the status on main-resource writes
 of kinds with a status subresource, honours finalizers and graceful pod deletion, and takes a
-deleted namespace through its ``Terminating`` phase. Every method runs under the storage lock,
+deleted namespace through its ``Terminating`` phase. The request body's checks and defaults
+are :mod:`informers.testing.request_body`'s, the marking of graceful deletion and dry-run
+deletes :mod:`informers.testing.graceful_deletion`'s, and the namespace rules
+:mod:`informers.testing.namespace_lifecycle`'s. Every method runs under the storage lock,
 so each request is atomic, except while admission webhooks are called
 (:mod:`informers.testing.admission`: the lock is released, and what was read is checked
 again after). Custom resources of a CRD with webhook conversion are stored in the storage
@@ -14,9 +17,7 @@ version (:mod:`informers.testing.conversion`).
 
 from __future__ import annotations
 
-import bisect
 import copy
-import datetime
 import random
 import uuid
 from collections.abc import Callable
@@ -26,34 +27,29 @@ from informers.clock import Clock
 from informers.errors import StatusError
 from informers.testing import status
 from informers.testing.apply import apply_object, record_update, same_managed_fields
-from informers.testing.defaults import apply_defaults, default_ip_families
+from informers.testing.defaults import default_ip_families
 from informers.testing.errors import PatchError
+from informers.testing.graceful_deletion import bump_generation, delete_pod, dry_run_delete, rfc3339
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
-    KUBERNETES_FINALIZER,
-    TERMINATING,
     allocate_cluster_ip,
-    default_endpoints,
     is_daemon_sets,
-    is_endpoints,
     is_namespaces,
     is_pods,
     is_services,
-    is_terminating,
     keep_cluster_ip,
-    omit_empty,
-    pod_grace_period,
     prepare_namespace_create,
     prepare_namespace_update,
-    round_trip_pod_ips,
     spec_finalizers,
     template_generation,
     validate,
 )
 from informers.testing.merge_schema import MergeSchemas
+from informers.testing.namespace_lifecycle import NamespaceLifecycle
 from informers.testing.options import Predicate
 from informers.testing.patch import apply_json_patch, apply_merge_patch
 from informers.testing.pod_admission import admit_pod, keep_qos_class, pod_qos_class
+from informers.testing.request_body import normalize_body
 from informers.testing.resources import ResourceRegistry, ResourceType
 from informers.testing.storage import Entry, Storage, object_key
 from informers.testing.strategic_merge import strategic_patch
@@ -75,11 +71,6 @@ _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_LENGTH = 5
 
 
-def rfc3339(moment: datetime.datetime) -> str:
-    """``metav1.Time`` JSON: RFC 3339 in UTC with second precision."""
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _strip_rv(obj: dict[str, Any]) -> dict[str, Any]:
     meta = dict(obj.get("metadata") or {})
     meta.pop("resourceVersion", None)
@@ -92,12 +83,6 @@ def _spec_part(obj: dict[str, Any], keep_status: bool = False) -> dict[str, Any]
     skip = ("metadata", "kind", "apiVersion") if keep_status else (
         "metadata", "status", "kind", "apiVersion")
     return {k: v for k, v in obj.items() if k not in skip}
-
-
-def _parse_time(text: str) -> datetime.datetime:
-    """A ``metav1.Time`` (RFC 3339, UTC, second precision) as an aware datetime."""
-    moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 class Strategy:
@@ -114,7 +99,9 @@ class Strategy:
         self._registry = registry
         self._clock = clock
         self._rand = random.Random()
-        self._sweeping = False  # deleting a namespace's content: finalize once, at the end
+        self._lifecycle = NamespaceLifecycle(storage, registry, clock, delete=self.delete,
+                                             remove=self._remove,
+                                             finalize=self._finalize_namespace)
         self.custom: CustomResources | None = None  # CRDs and custom resources (crds.py)
         self.admission: Admission | None = None  # webhooks (admission.py), for API writes
         self.conversion: Conversion | None = None  # CRD conversion webhooks (conversion.py)
@@ -127,60 +114,6 @@ class Strategy:
     def now(self) -> str:
         """The clock's wall time as a ``metav1.Time`` (for the CRD controllers)."""
         return self._now()
-
-    def _namespaces(self) -> ResourceType:
-        rt = self._registry.lookup("", "v1", "namespaces")
-        assert rt is not None
-        return rt
-
-    def _body(self, rt: ResourceType, obj: Any, seeding: bool = True) -> dict[str, Any]:
-        """Check and normalise a request body. Custom resources must name their
-        ``apiVersion`` (an unstructured object carries it; the seeding helpers need not)."""
-        if not isinstance(obj, dict):
-            raise status.bad_request(
-                f"the body of the request must be a JSON object of kind {rt.kind}"
-            )
-        kind = obj.get("kind")
-        if kind not in (None, "", rt.kind):
-            raise status.bad_request(
-                f"the object provided is unrecognized (must be of type {rt.kind}): "
-                f'kind "{kind}" (apiVersion "{obj.get("apiVersion")}")'
-            )
-        api_version = obj.get("apiVersion")
-        if api_version not in (None, "", rt.api_version) or (
-                not seeding and not rt.builtin and api_version != rt.api_version):
-            raise status.bad_request(
-                f"the API version in the data ({api_version or ''}) does not match the expected "
-                f"API version ({rt.api_version})"
-            )
-        meta = obj.get("metadata")
-        if meta is None:
-            obj["metadata"] = meta = {}
-        if not isinstance(meta, dict):
-            raise status.bad_request("metadata must be a JSON object")
-        obj.pop("kind", None)
-        obj.pop("apiVersion", None)
-        omit_empty(rt, obj)
-        if rt.builtin:
-            apply_defaults(rt.group, rt.plural, obj)
-        if is_pods(rt):
-            round_trip_pod_ips(obj)
-        elif is_endpoints(rt):
-            default_endpoints(obj)
-        return obj
-
-    def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
-        """The NamespaceLifecycle admission plugin on a create
-        (``apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go``): 404 for a
-        missing namespace, 403 with a ``NamespaceTerminating`` cause for a terminating one
-        (``status.phase``). Admission runs before names are generated or validated."""
-        if not rt.namespaced:
-            return
-        ns = self._storage.get(self._namespaces(), namespace)
-        if ns is None:
-            raise status.not_found("namespaces", "", namespace)
-        if is_terminating(ns):
-            raise status.namespace_terminating(rt.plural, rt.group, name, namespace)
 
     def _current(self, rt: ResourceType, namespace: str, name: str) -> Entry:
         entry = self._storage.get(rt, object_key(rt, namespace, name))
@@ -200,7 +133,7 @@ class Strategy:
             StatusError: 400 bad body, 422 invalid name, 404 missing namespace, 403 namespace
                 terminating, 409 already exists, 500 resourceVersion set.
         """
-        obj = self._body(rt, obj, seeding)
+        obj = normalize_body(rt, obj, seeding)
         meta = obj["metadata"]
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
@@ -212,7 +145,7 @@ class Strategy:
         else:
             meta.pop("namespace", None)
         with self._storage.lock:
-            self._check_namespace(
+            self._lifecycle.admit(
                 rt, namespace, meta.get("name") or meta.get("generateName") or "Unknown"
             )
             recorded = False
@@ -351,7 +284,7 @@ class Strategy:
         A ``metadata.resourceVersion`` in ``obj`` is a precondition (409 when stale); without
         one the update is unconditional. An update that changes nothing writes nothing.
         """
-        obj = self._body(rt, obj, seeding or subresource == "*")
+        obj = normalize_body(rt, obj, seeding or subresource == "*")
         with self._storage.lock:
             current = self._current(rt, namespace, name)
             if seeding:
@@ -388,7 +321,7 @@ class Strategy:
                 ]) from None
             if validate is not None and isinstance(patched, dict):
                 patched = validate(patched)
-            patched = self._body(rt, patched)
+            patched = normalize_body(rt, patched)
             target.pop("kind")
             target.pop("apiVersion")
             return self._write_update(
@@ -417,7 +350,7 @@ class Strategy:
             if current is None:
                 return self.create(rt, namespace, merged, dry_run=dry_run), True
             assert live is not None
-            merged = self._body(rt, merged)
+            merged = normalize_body(rt, merged)
             merged["metadata"].pop("resourceVersion", None)
             live.pop("kind")
             live.pop("apiVersion")
@@ -548,9 +481,14 @@ class Strategy:
         entry = self._storage.remove(rt, key, final)
         if self.custom is not None:
             self.custom.removed(rt, entry)
-        if rt.namespaced and not self._sweeping:
-            self._finalize_if_empty(entry.namespace)
+        if rt.namespaced:
+            self._lifecycle.removed(entry.namespace)
         return entry
+
+    def _finalize_namespace(self, rt: ResourceType, name: str, ns: Entry,
+                            obj: dict[str, Any]) -> Entry:
+        """The namespace controller's ``/finalize`` update of an emptied namespace."""
+        return self._write_update(rt, "", name, ns, obj, "finalize", False)
 
     # -- delete --------------------------------------------------------------------------------
 
@@ -562,8 +500,10 @@ class Strategy:
 
         Rules (documented on ``ApiServer``): preconditions are checked (409); an object with
         finalizers is only marked (``deletionTimestamp``); a pod is deleted gracefully
-        (:meth:`_delete_pod`: marked, then removed by a delete with period 0); a namespace
-        goes through its ``Terminating`` phase (:meth:`_delete_namespace`), and ``default``,
+        (:func:`~informers.testing.graceful_deletion.delete_pod`: marked, then removed by a
+        delete with period 0); a namespace goes through its ``Terminating`` phase
+        (:meth:`NamespaceLifecycle.delete
+        <informers.testing.namespace_lifecycle.NamespaceLifecycle.delete>`), and ``default``,
         ``kube-system`` and ``kube-public`` cannot be deleted (403, NamespaceLifecycle).
         """
         if is_namespaces(rt) and name in IMMORTAL_NAMESPACES:
@@ -599,11 +539,12 @@ class Strategy:
                                      options)
                 self._check_unchanged(rt, current)
             if dry_run:
-                return self._dry_run_delete(rt, current, obj, grace)
+                return dry_run_delete(self._storage, self._clock, rt, current, obj, grace)
             if is_namespaces(rt):
-                return self._delete_namespace(rt, current, obj)
+                return self._lifecycle.delete(rt, current, obj)
             if is_pods(rt):
-                return self._delete_pod(rt, current, obj, grace)
+                return delete_pod(self._storage, self._clock, self._remove, rt, current, obj,
+                                  grace)
             if self.custom is not None:
                 self.custom.deleting(rt, obj)
             if meta.get("finalizers"):
@@ -611,163 +552,9 @@ class Strategy:
                     return current, False  # already marked; waiting for finalizers
                 meta["deletionTimestamp"] = self._now()
                 meta["deletionGracePeriodSeconds"] = 0
-                self._bump_generation(rt, meta)
+                bump_generation(rt, meta)
                 return self._put(rt, obj), False
             return self._remove(rt, current.key), True
-
-    def _dry_run_delete(
-        self, rt: ResourceType, current: Entry, obj: dict[str, Any], grace: int | None
-    ) -> tuple[Entry, bool]:
-        """What a delete would answer, storing nothing (``store.go`` ``Delete`` with
-        ``dryRun``): an object with finalizers, a pod (graceful deletion: marked even with
-        period 0) and a namespace (``Terminating``) are answered marked, at their stored
-        resourceVersion; any other is answered as stored, and the endpoint turns that into
-        the ``Status`` or the object, as for a real removal."""
-        meta = obj["metadata"]
-        if meta.get("deletionTimestamp"):
-            pending = meta.get("deletionGracePeriodSeconds")
-            if is_namespaces(rt):
-                return current, not (spec_finalizers(obj) or meta.get("finalizers"))
-            if meta.get("finalizers"):
-                return current, False
-            if is_pods(rt) and pending and pod_grace_period(obj, grace) >= pending:
-                return current, False
-            return current, True
-        if is_namespaces(rt):
-            meta["deletionTimestamp"] = self._now()
-            status_part = obj.get("status")
-            obj["status"] = {**(status_part if isinstance(status_part, dict) else {}),
-                             "phase": TERMINATING}
-            return self._storage.preview(rt, obj), False
-        period = pod_grace_period(obj, grace) if is_pods(rt) else 0
-        if is_pods(rt) or meta.get("finalizers"):
-            # The dry-run graceful update's object, returned as is (store.go Delete: "Going
-            # further in this function is not useful when we are performing a dry-run").
-            moment = self._clock.wall() + datetime.timedelta(seconds=period)
-            meta["deletionTimestamp"] = rfc3339(moment)
-            meta["deletionGracePeriodSeconds"] = period
-            self._bump_generation(rt, meta)
-            gone = period == 0 and not meta.get("finalizers")
-            return self._storage.preview(rt, obj), gone
-        return current, True
-
-    def _delete_pod(
-        self, rt: ResourceType, current: Entry, obj: dict[str, Any], grace: int | None
-    ) -> tuple[Entry, bool]:
-        """A pod's delete: pods have a graceful-delete strategy, so every delete first writes
-        ``deletionTimestamp``/``deletionGracePeriodSeconds`` (a MODIFIED event) and, when the
-        period is 0 and no finalizer is left, then removes the pod (DELETED), as
-        ``registry/rest/delete.go`` ``BeforeDelete`` and ``store.go``
-        ``updateForGracefulDeletionAndFinalizers`` do. The period is
-        :func:`~informers.testing.kind_rules.pod_grace_period`'s. A pod already terminating
-        may only have its period shortened (its deadline moves by the difference, but never
-        into the past: a deadline already passed becomes now, with period 1 unless 0 was
-        asked); one marked with period 0 is removed at once."""
-        meta = obj["metadata"]
-        period = pod_grace_period(obj, grace)
-        pending = meta.get("deletionGracePeriodSeconds")
-        if meta.get("deletionTimestamp"):
-            if not pending:  # marked with period 0 (or by finalizers): remove it now
-                if meta.get("finalizers"):
-                    return current, False
-                return self._remove(rt, current.key), True
-            if period >= pending:
-                return current, False  # only a shorter period may be set
-            start = _parse_time(meta["deletionTimestamp"]) - datetime.timedelta(seconds=pending)
-            moment = start + datetime.timedelta(seconds=period)
-            now = self._clock.wall()
-            if moment < now:  # never into the past (Kubernetes v1.34+ BeforeDelete)
-                moment = now
-                if period != 0:
-                    period = 1  # still graceful: someone else sends the final delete
-            meta["deletionTimestamp"] = rfc3339(moment)
-        else:
-            moment = self._clock.wall() + datetime.timedelta(seconds=period)
-            meta["deletionTimestamp"] = rfc3339(moment)
-            self._bump_generation(rt, meta)
-        meta["deletionGracePeriodSeconds"] = period
-        marked = self._storage.put(rt, obj)
-        if period > 0 or meta.get("finalizers"):
-            return marked, False
-        return self._remove(rt, marked.key, marked.decode()), True
-
-    @staticmethod
-    def _bump_generation(rt: ResourceType, meta: dict[str, Any]) -> None:
-        if rt.has_generation and meta.get("generation"):
-            meta["generation"] = int(meta["generation"]) + 1
-
-    # -- namespace lifecycle -------------------------------------------------------------------
-
-    def _delete_namespace(
-        self, rt: ResourceType, current: Entry, obj: dict[str, Any]
-    ) -> tuple[Entry, bool]:
-        """``registry/core/namespace/storage`` ``REST.Delete``, then the namespace controller.
-
-        The first delete sets ``deletionTimestamp`` and ``status.phase: Terminating`` and
-        answers that object; the controller's work (``pkg/controller/namespace/deletion``)
-        follows at once: every object in the namespace is deleted like an API delete without
-        options (finalizers are honoured), and once nothing is left the ``kubernetes`` spec
-        finalizer is removed, which removes the namespace unless other finalizers remain. A
-        later delete answers the namespace unchanged while it has spec finalizers.
-        """
-        meta = obj["metadata"]
-        name = meta["name"]
-        if meta.get("deletionTimestamp"):
-            if spec_finalizers(obj) or meta.get("finalizers"):
-                return current, False
-            return self._remove(rt, current.key), True
-        meta["deletionTimestamp"] = self._now()
-        status_part = obj.get("status")
-        obj["status"] = {**(status_part if isinstance(status_part, dict) else {}),
-                         "phase": TERMINATING}
-        marked = self._storage.put(rt, obj)
-        self._sweeping = True
-        try:
-            self._delete_namespace_contents(name)
-        finally:
-            self._sweeping = False
-        self._finalize_if_empty(name)
-        return marked, False
-
-    def _namespace_keys(self, namespace: str) -> list[tuple[ResourceType, str]]:
-        prefix = namespace + "/"
-        found = []
-        for coll in self._storage.collections():
-            if not coll.rt.namespaced:
-                continue
-            keys = coll.sorted_keys()
-            index = bisect.bisect_left(keys, prefix)
-            while index < len(keys) and keys[index].startswith(prefix):
-                found.append((coll.rt, keys[index]))
-                index += 1
-        return found
-
-    def _delete_namespace_contents(self, namespace: str) -> None:
-        # namespaced_resources_deleter.go deleteAllContent: a delete of every object.
-        for rt, key in self._namespace_keys(namespace):
-            entry = self._storage.get(rt, key)
-            if entry is not None:
-                self.delete(rt, entry.namespace, entry.name, {})
-
-    def _finalize_if_empty(self, namespace: str) -> None:
-        """The namespace controller's last step: a terminating namespace that is empty loses
-        the ``kubernetes`` spec finalizer (``finalizeNamespace``, a ``/finalize`` update)."""
-        rt = self._namespaces()
-        ns = self._storage.get(rt, namespace)
-        if ns is None or not is_terminating(ns):
-            return
-        obj = ns.decode()
-        if KUBERNETES_FINALIZER not in spec_finalizers(obj):
-            return
-        if self._namespace_keys(namespace):
-            return
-        spec = obj["spec"]
-        rest = sorted({f for f in spec["finalizers"] if f != KUBERNETES_FINALIZER})
-        if rest:
-            spec["finalizers"] = rest
-        else:
-            del spec["finalizers"]  # omitempty
-        self._write_update(rt, "", namespace, ns, obj, "finalize", False)
 
     def delete_collection(
         self, rt: ResourceType, namespace: str | None, predicate: Predicate,
