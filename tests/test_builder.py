@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import anyio
 import pytest
 
 from informers.client import Client
@@ -145,6 +146,37 @@ def test_builder_misuse():
         b.with_options(reconcile_timeout=0)
 
 
+@pytest.mark.parametrize("driver", ["threads", "asyncio"])
+def test_both_builders_take_the_same_options(driver):
+    # one with_options (informers.controller.builder_options) for the threaded and the async
+    # builder: the same options reach the controller, with the same checks and defaults
+    async def main() -> None:
+        if driver == "threads":
+            manager: Any = Manager(None, factory=SharedInformerFactory(None))
+            make: Any = ControllerBuilder
+        else:
+            from informers.aio import AsyncControllerBuilder, AsyncSharedInformerFactory
+            from informers.aio.manager import AsyncManager
+
+            manager = AsyncManager(AsyncSharedInformerFactory(object()))
+            make = AsyncControllerBuilder
+        builder = make(manager)
+        with pytest.raises(ValueError, match="reconcile_timeout must be positive, got -1"):
+            builder.with_options(reconcile_timeout=-1)
+        builder.for_("configmaps").with_options(workers=3, max_retries=None, drain_timeout=2.5)
+        assert builder.with_options(workers=None) is builder  # not given: kept
+        controller = builder.complete(lambda request: None)
+        assert (controller.name, controller.workers, controller.max_retries,
+                controller.drain_timeout) == ("configmap", 3, None, 2.5)
+        named = make(manager).for_("secrets").named("mine").complete(lambda r: None)
+        assert named.name == "mine"
+        with pytest.raises(ValueError, match="controller c: workers must be at least 1"):
+            make(manager).for_("pods").with_options(workers=0, name="c").complete(
+                lambda r: None)
+
+    anyio.run(main)
+
+
 # -- deadline ---------------------------------------------------------------------------------
 
 
@@ -224,42 +256,74 @@ def test_the_manager_fixture(manager, api_client):
 # -- the priority queue (controller-runtime v0.23 WithLowPriorityWhenUnchanged) -----------------
 
 
-def test_low_priority_items_go_after_fresh_ones():
-    from informers.workqueue.queue import Queue
+DRIVERS = ["threads", "asyncio", "trio"]
 
-    q: Queue[str] = Queue()
-    q.add("initial-1", low_priority=True)
-    q.add("initial-2", low_priority=True)
-    q.add("fresh")
-    q.add("initial-2")  # a fresh change of a waiting low item raises it
-    assert len(q) == 3
-    assert [q.get()[0] for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
-    # re-added (low) while processing: queued again on done, in the low lane
-    q.add("initial-1", low_priority=True)
-    q.add("other")
-    q.done("initial-1")
-    assert [q.get()[0] for _ in range(2)] == ["other", "initial-1"]
+
+def with_controller(driver: str, scenario: Any) -> None:
+    """Run ``await scenario(controller, get)`` with a threaded ``Controller`` or an
+    ``AsyncController`` on ``driver``'s event loop; ``get()`` takes the next key of its queue
+    (the same rules: the async queue holds the threaded one)."""
+    async def main() -> None:
+        if driver == "threads":
+            from informers.controller import Controller
+
+            controller: Any = Controller("c", lambda key: None)
+
+            async def get() -> Any:
+                return controller.queue.get()[0]
+        else:
+            from informers.aio import AsyncController
+
+            async def reconcile(request: Any) -> None:
+                pass
+
+            controller = AsyncController("c", reconcile)
+            get = controller.queue.get
+        await scenario(controller, get)
+        controller.queue.shut_down()
+
+    anyio.run(main, backend="asyncio" if driver == "threads" else driver)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_low_priority_items_go_after_fresh_ones(driver):
+    async def scenario(controller: Any, get: Any) -> None:
+        q = controller.queue
+        q.add("initial-1", low_priority=True)
+        q.add("initial-2", low_priority=True)
+        q.add("fresh")
+        q.add("initial-2")  # a fresh change of a waiting low item raises it
+        assert len(q) == 3
+        assert [await get() for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
+        # re-added (low) while processing: queued again on done, in the low lane
+        q.add("initial-1", low_priority=True)
+        q.add("other")
+        q.done("initial-1")
+        assert [await get() for _ in range(2)] == ["other", "initial-1"]
+
+    with_controller(driver, scenario)
 
 
 def obj(name: str, rv: str) -> dict:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
 
 
-def test_low_priority_when_unchanged_handler():
-    from informers.controller import Controller, EnqueueRequestForObject
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_low_priority_when_unchanged_handler(driver):
+    from informers.controller import EnqueueRequestForObject
     from informers.controller.builder import LowPriorityWhenUnchanged
 
-    controller = Controller("c", lambda key: None)
-    handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
-    handler.on_add(obj("listed", "1"), True)          # initial list: low
-    handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
-    handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
-    handler.on_add(obj("created", "5"), False)        # a fresh add
-    handler.on_delete(obj("deleted", "6"))
-    q = controller.queue
-    assert [q.get()[0] for _ in range(5)] == [
-        "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
-    q.shut_down()
+    async def scenario(controller: Any, get: Any) -> None:
+        handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
+        handler.on_add(obj("listed", "1"), True)          # initial list: low
+        handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
+        handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
+        handler.on_add(obj("created", "5"), False)        # a fresh add
+        handler.on_delete(obj("deleted", "6"))
+        assert [await get() for _ in range(5)] == [
+            "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
+
+    with_controller(driver, scenario)
 
 
 def test_builder_with_a_priority_queue_reconciles(setup):

@@ -43,7 +43,12 @@ from informers.controller.controller import (
     settle,
 )
 from informers.controller.enqueue import EnqueueRequestForObject
-from informers.controller.metrics import RESULT_ERROR, ControllerMetricsProvider, get_provider
+from informers.controller.metrics import (
+    RESULT_ERROR,
+    ControllerMetrics,
+    ControllerMetricsProvider,
+    get_provider,
+)
 from informers.controller.predicates import Predicate, PredicateFilteredHandler
 from informers.controller.request import Request
 from informers.controller.result import Result
@@ -100,8 +105,9 @@ class AsyncController:
         self.drain_timeout = drain_timeout
         self._informers = list(informers)
         self._registrations: list[Subscription] = []
-        provider = metrics if metrics is not None else get_provider()
-        self._metrics = provider.new_controller_metrics(name, workers)
+        self._metrics_provider = metrics if metrics is not None else get_provider()
+        self._metrics: ControllerMetrics | None = None  # made in run(), under the final name
+        self._setups: list[Callable[[], Awaitable[None]]] = []
         self.queue = AsyncWorkQueue(rate_limiter)
         self._stop = anyio.Event()
         self._idle = anyio.Event()
@@ -153,6 +159,15 @@ class AsyncController:
         self._registrations.append(informer.add_event_handler(on_add, on_update, on_delete))
         self._informers.append(informer)
 
+    def before_start(self, setup: Callable[[], Awaitable[None]]) -> None:
+        """Await ``setup()`` first thing in :meth:`run`, before the caches are waited for:
+        work that must ask the server before the controller can watch (the builder resolves
+        ``(group, version, plural)`` kinds through discovery there and adds their watches, as
+        controller-runtime's ``Controller.Start`` starts its sources). ``setup`` may
+        :meth:`watch` and set :attr:`name` (the metrics are made after it). Call before
+        :meth:`run`; an exception from ``setup`` is raised by :meth:`run`."""
+        self._setups.append(setup)
+
     def stop(self) -> None:
         """Stop taking keys; :meth:`run` drains the reconciles in flight and returns."""
         self._stop.set()
@@ -166,6 +181,9 @@ class AsyncController:
         if self._started:
             raise AlreadyStartedError(f"controller {self.name} runs once")
         self._started = True
+        for setup in self._setups:
+            await setup()
+        self._metrics = self._metrics_provider.new_controller_metrics(self.name, self.workers)
         if not await self._caches_synced():
             return
         async with anyio.create_task_group() as tg:
@@ -218,6 +236,7 @@ class AsyncController:
 
     async def _process(self, key: str) -> None:
         metrics = self._metrics
+        assert metrics is not None  # made by run() before the workers start
         start = anyio.current_time()
         self.in_flight.add(key)
         metrics.active_workers(1)
