@@ -326,12 +326,32 @@ def test_low_priority_when_unchanged_handler(driver):
     with_controller(driver, scenario)
 
 
-def test_builder_with_a_priority_queue_reconciles(setup):
+@pytest.mark.parametrize("priority_queue", [True, False])
+def test_builder_with_a_priority_queue_reconciles(setup, priority_queue):
+    # as tests/test_aio_builder.py's test_fresh_changes_go_before_the_initial_list...: one
+    # worker held by the first listed key while a fresh add arrives
     manager, client, ns = setup
-    keys: list[str] = []
-    client.create(configmap("before", ns))
-    (ControllerBuilder(manager).for_("configmaps").with_options(priority_queue=True)
-     .complete(keys.append))
+    for name in ("a", "b", "c"):
+        client.create(configmap(name, ns))
+    seen: list[str] = []
+    release = threading.Event()
+
+    def reconcile(request: Request) -> None:
+        seen.append(request.name)
+        assert release.wait(10)
+
+    controller = (ControllerBuilder(manager).for_("configmaps")
+                  .with_options(workers=1, priority_queue=priority_queue)
+                  .complete(reconcile))
     with run_manager(manager):
-        client.create(configmap("after", ns))
-        eventually(lambda: sorted(keys) == [f"{ns}/after", f"{ns}/before"])
+        eventually(lambda: len(seen) == 1 and len(controller.queue) == 2)
+        client.create(configmap("fresh", ns))
+        eventually(lambda: len(controller.queue) == 3)
+        release.set()
+        eventually(lambda: len(seen) == 4)
+    listed = sorted(set("abc") - {seen[0]})
+    assert seen[0] in "abc"
+    if priority_queue:  # the fresh add jumps the initial list's adds
+        assert seen[1:] == ["fresh", *listed]
+    else:
+        assert seen[1:] == [*listed, "fresh"]
