@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from runtime_drivers import DRIVERS, ControllerDriver
 
 from informers.client import Client
 from informers.clock import FakeClock
@@ -256,74 +257,58 @@ def test_the_manager_fixture(manager, api_client):
 # -- the priority queue (controller-runtime v0.23 WithLowPriorityWhenUnchanged) -----------------
 
 
-DRIVERS = ["threads", "asyncio", "trio"]
+@pytest.fixture(params=DRIVERS)
+def driver(request):
+    # the threaded Controller, or an AsyncController on asyncio or trio (tests/runtime_drivers.py)
+    driver = ControllerDriver(request.param)
+    yield driver
+    driver.close()
 
 
-def with_controller(driver: str, scenario: Any) -> None:
-    """Run ``await scenario(controller, get)`` with a threaded ``Controller`` or an
-    ``AsyncController`` on ``driver``'s event loop; ``get()`` takes the next key of its queue
-    (the same rules: the async queue holds the threaded one)."""
-    async def main() -> None:
-        if driver == "threads":
-            from informers.controller import Controller
-
-            controller: Any = Controller("c", lambda key: None)
-
-            async def get() -> Any:
-                return controller.queue.get()[0]
-        else:
-            from informers.aio import AsyncController
-
-            async def reconcile(request: Any) -> None:
-                pass
-
-            controller = AsyncController("c", reconcile)
-            get = controller.queue.get
-        await scenario(controller, get)
-        controller.queue.shut_down()
-
-    anyio.run(main, backend="asyncio" if driver == "threads" else driver)
-
-
-@pytest.mark.parametrize("driver", DRIVERS)
 def test_low_priority_items_go_after_fresh_ones(driver):
-    async def scenario(controller: Any, get: Any) -> None:
-        q = controller.queue
+    q = driver.make("c", lambda key: None).queue
+
+    def fill() -> None:
         q.add("initial-1", low_priority=True)
         q.add("initial-2", low_priority=True)
         q.add("fresh")
         q.add("initial-2")  # a fresh change of a waiting low item raises it
-        assert len(q) == 3
-        assert [await get() for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
+
+    driver.on_loop(fill)
+    assert len(q) == 3
+    assert [driver.take() for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
+
+    def refill() -> None:
         # re-added (low) while processing: queued again on done, in the low lane
         q.add("initial-1", low_priority=True)
         q.add("other")
         q.done("initial-1")
-        assert [await get() for _ in range(2)] == ["other", "initial-1"]
 
-    with_controller(driver, scenario)
+    driver.on_loop(refill)
+    assert [driver.take() for _ in range(2)] == ["other", "initial-1"]
 
 
 def obj(name: str, rv: str) -> dict:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
 
 
-@pytest.mark.parametrize("driver", DRIVERS)
 def test_low_priority_when_unchanged_handler(driver):
     from informers.controller import EnqueueRequestForObject
     from informers.controller.builder import LowPriorityWhenUnchanged
 
-    async def scenario(controller: Any, get: Any) -> None:
+    controller = driver.make("c", lambda key: None)
+
+    def events() -> None:
         handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
         handler.on_add(obj("listed", "1"), True)          # initial list: low
         handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
         handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
         handler.on_add(obj("created", "5"), False)        # a fresh add
         handler.on_delete(obj("deleted", "6"))
-        assert [await get() for _ in range(5)] == [
-            "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
 
-    with_controller(driver, scenario)
+    driver.on_loop(events)
+    assert [driver.take() for _ in range(5)] == [
+        "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
 
 
 @pytest.mark.parametrize("priority_queue", [True, False])

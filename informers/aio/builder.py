@@ -27,8 +27,8 @@ a :class:`~informers.resources.Resource`, a built-in name, or ``(group, version,
 whose kind and scope come from the server's discovery document by the threaded rule
 (:func:`~informers.aio.transport.resolve_resource`; a failed discovery is a warning and a
 namespaced resource of unknown kind). Discovery must be awaited, so a controller with such a
-kind resolves it when it starts (in :meth:`AsyncController.run
-<informers.aio.controller.AsyncController.before_start>`, through the factory's transport):
+kind resolves it when it starts (the ``setup`` of its
+:class:`~informers.aio.controller.AsyncController`, through the factory's transport):
 only then are its watches added and its informers made (controller-runtime's
 ``Controller.Start`` starts its sources likewise), and its default name (the primary kind in
 lower case) set. Until then its listers cannot be read (a clear error); the reconcile can.
@@ -216,13 +216,9 @@ class AsyncControllerBuilder(BuilderOptions, Generic[ObjectT]):
         run = fn if timeout is None else _timed(fn, timeout)
         # a kind still to discover has no name yet: a stand-in until the controller starts
         controller = AsyncController(self.controller_name(primary), run,
+                                     setup=self._resolve if self._unresolved else None,
                                      **self.controller_options)
-        if self._unresolved:
-            async def resolve() -> None:
-                await self._resolve(controller)
-
-            controller.before_start(resolve)
-        else:
+        if not self._unresolved:
             self._add_watches(controller)
         self._built = True
         self._manager.add(controller)

@@ -79,6 +79,14 @@ class AsyncController:
         drain_timeout: seconds a stop waits for the reconciles in flight; then they are
             cancelled (unlike threads, tasks can be).
         metrics: the controller metrics provider (default the process-wide one).
+        setup: ``async def setup(controller)``, awaited first thing in :meth:`run`, before
+            the caches are waited for: work that must ask the server before the controller
+            can watch (the builder resolves ``(group, version, plural)`` kinds through
+            discovery there, then adds their watches and the default name, as
+            controller-runtime's ``Controller.Start`` starts its sources). It may
+            :meth:`watch` and set :attr:`name`; the metrics are made after it, under that
+            name (without a ``setup``, at construction, as the threaded controller's). An
+            exception from it is raised by :meth:`run`.
 
     Raises:
         ValueError: ``workers < 1``, a negative ``max_retries`` or ``drain_timeout``, or an
@@ -96,6 +104,7 @@ class AsyncController:
         max_retries: int | None = DEFAULT_MAX_RETRIES,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         metrics: ControllerMetricsProvider | None = None,
+        setup: Callable[[AsyncController], Awaitable[None]] | None = None,
     ) -> None:
         check_options(name, workers, max_retries, drain_timeout)
         self.name = name
@@ -106,8 +115,10 @@ class AsyncController:
         self._informers = list(informers)
         self._registrations: list[Subscription] = []
         self._metrics_provider = metrics if metrics is not None else get_provider()
-        self._metrics: ControllerMetrics | None = None  # made in run(), under the final name
-        self._setups: list[Callable[[], Awaitable[None]]] = []
+        self._setup = setup
+        self._metrics: ControllerMetrics | None = (
+            None if setup is not None  # made in run(), under the name setup may give
+            else self._metrics_provider.new_controller_metrics(name, workers))
         self.queue = AsyncWorkQueue(rate_limiter)
         self._stop = anyio.Event()
         self._idle = anyio.Event()
@@ -159,15 +170,6 @@ class AsyncController:
         self._registrations.append(informer.add_event_handler(on_add, on_update, on_delete))
         self._informers.append(informer)
 
-    def before_start(self, setup: Callable[[], Awaitable[None]]) -> None:
-        """Await ``setup()`` first thing in :meth:`run`, before the caches are waited for:
-        work that must ask the server before the controller can watch (the builder resolves
-        ``(group, version, plural)`` kinds through discovery there and adds their watches, as
-        controller-runtime's ``Controller.Start`` starts its sources). ``setup`` may
-        :meth:`watch` and set :attr:`name` (the metrics are made after it). Call before
-        :meth:`run`; an exception from ``setup`` is raised by :meth:`run`."""
-        self._setups.append(setup)
-
     def stop(self) -> None:
         """Stop taking keys; :meth:`run` drains the reconciles in flight and returns."""
         self._stop.set()
@@ -181,9 +183,10 @@ class AsyncController:
         if self._started:
             raise AlreadyStartedError(f"controller {self.name} runs once")
         self._started = True
-        for setup in self._setups:
-            await setup()
-        self._metrics = self._metrics_provider.new_controller_metrics(self.name, self.workers)
+        if self._setup is not None:
+            await self._setup(self)
+            self._metrics = self._metrics_provider.new_controller_metrics(self.name,
+                                                                          self.workers)
         if not await self._caches_synced():
             return
         async with anyio.create_task_group() as tg:
