@@ -1,7 +1,9 @@
 """informers.aio.AsyncControllerBuilder on asyncio and trio against the embedded API server:
 for_/owns end to end (a reconcile creates an owned ConfigMap, a change of the ConfigMap enqueues
 its owner, the reconcile reads listers), watches with a map function, event filters, the
-options (name, workers, reconcile_timeout), and the builder's misuse errors."""
+options (name, workers, reconcile_timeout), the builder's misuse errors, and
+(group, version, plural) kinds resolved through discovery on a CRD. The priority queue and the
+shared options run on threads, asyncio and trio in tests/test_builder.py."""
 
 from __future__ import annotations
 
@@ -258,42 +260,3 @@ async def test_resolve_resource_follows_the_threaded_rule(api, anyio_backend, ca
     assert (f"discovery of missing.{group}/v1: missing not in /apis/{group}/v1; assuming a "
             "namespaced resource of unknown kind") in caplog.text
     assert f"discovery of things.absent-{group}/v1 failed (" in caplog.text
-
-
-# -- the priority queue (controller-runtime v0.23 UsePriorityQueue) ---------------------------
-
-
-@pytest.mark.parametrize("priority_queue", [True, False])
-async def test_fresh_changes_go_before_the_initial_list_with_a_priority_queue(
-        api, anyio_backend, priority_queue):
-    ns = fresh(api, f"aio-builder-prio-{anyio_backend}-{str(priority_queue).lower()}")
-    for name in ("a", "b", "c"):
-        api.create({"apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": name, "namespace": ns}}, "secrets", ns)
-    factory = AsyncSharedInformerFactory(api.api_client(), namespace=ns)
-    manager = AsyncManager(factory)
-    seen: list[str] = []
-    release = anyio.Event()
-
-    async def reconcile(request: Request) -> None:
-        seen.append(request.name)
-        await release.wait()  # the first holds the only worker
-
-    controller = (AsyncControllerBuilder(manager).for_("secrets")
-                  .with_options(workers=1, priority_queue=priority_queue)
-                  .complete(reconcile))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(manager.run)
-        await until(lambda: len(seen) == 1 and len(controller.queue) == 2)
-        api.create({"apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": "fresh", "namespace": ns}}, "secrets", ns)
-        await until(lambda: len(controller.queue) == 3)
-        release.set()
-        await until(lambda: len(seen) == 4)
-        manager.stop()
-    listed = sorted(set("abc") - {seen[0]})
-    assert seen[0] in "abc"
-    if priority_queue:  # the fresh add jumps the initial list's adds
-        assert seen[1:] == ["fresh", *listed]
-    else:
-        assert seen[1:] == [*listed, "fresh"]

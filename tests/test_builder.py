@@ -1,12 +1,16 @@
 """informers.controller.builder.ControllerBuilder and informers.testing.runner, on both
-servers: a ConfigMap controller that owns Secrets and watches Pods, run with run_manager."""
+servers: a ConfigMap controller that owns Secrets and watches Pods, run with run_manager. The
+priority queue and the options both builders share run on threads and on the async builder
+(asyncio, trio) from one body each."""
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from runtime_drivers import DRIVERS, ControllerDriver
 
@@ -311,29 +315,66 @@ def test_low_priority_when_unchanged_handler(driver):
         "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
 
 
+@contextmanager
+def running_builder(runtime: str, api: Any, ns: str, body: Any, **options: Any) -> Any:
+    """A ConfigMap controller built by ``ControllerBuilder`` (``runtime`` ``"threads"``) or
+    ``AsyncControllerBuilder`` (on an asyncio or trio loop in a thread) with ``options``,
+    reconciling ``body(name)`` (a blocking body: the async reconcile awaits it in a worker
+    thread), run by its manager for the block; yields the controller."""
+    if runtime == "threads":
+        manager = Manager(api, factory=SharedInformerFactory(api, namespace=ns),
+                          shutdown_timeout=5.0)
+        controller: Any = (ControllerBuilder(manager).for_("configmaps").with_options(**options)
+                           .complete(lambda request: body(request.name)))
+        with run_manager(manager):
+            yield controller
+        return
+    from anyio.from_thread import start_blocking_portal
+
+    from informers.aio import AsyncControllerBuilder, AsyncSharedInformerFactory
+    from informers.aio.manager import AsyncManager
+
+    async def reconcile(request: Request) -> None:
+        await anyio.to_thread.run_sync(body, request.name, abandon_on_cancel=True)
+
+    async def build() -> tuple[Any, Any]:
+        manager = AsyncManager(AsyncSharedInformerFactory(api, namespace=ns))
+        return manager, (AsyncControllerBuilder(manager).for_("configmaps")
+                         .with_options(**options).complete(reconcile))
+
+    with start_blocking_portal(runtime) as portal:
+        async_manager, controller = portal.call(build)
+        run = portal.start_task_soon(async_manager.run)
+        try:
+            yield controller
+        finally:
+            portal.call(async_manager.stop)
+            run.result(10)
+
+
 @pytest.mark.parametrize("priority_queue", [True, False])
-def test_builder_with_a_priority_queue_reconciles(setup, priority_queue):
-    # as tests/test_aio_builder.py's test_fresh_changes_go_before_the_initial_list...: one
-    # worker held by the first listed key while a fresh add arrives
-    manager, client, ns = setup
+@pytest.mark.parametrize("runtime", DRIVERS)
+def test_builder_with_a_priority_queue_reconciles(any_api_server, runtime, priority_queue):
+    # one worker, held by the first listed key while a fresh add arrives
+    api, ns = any_api_server.api_client(), any_api_server.namespace
+    client = Client(api, field_manager="test-builder")
     for name in ("a", "b", "c"):
         client.create(configmap(name, ns))
     seen: list[str] = []
     release = threading.Event()
 
-    def reconcile(request: Request) -> None:
-        seen.append(request.name)
+    def body(name: str) -> None:
+        seen.append(name)
         assert release.wait(10)
 
-    controller = (ControllerBuilder(manager).for_("configmaps")
-                  .with_options(workers=1, priority_queue=priority_queue)
-                  .complete(reconcile))
-    with run_manager(manager):
+    with running_builder(runtime, api, ns, body, workers=1,
+                         priority_queue=priority_queue) as controller:
         eventually(lambda: len(seen) == 1 and len(controller.queue) == 2)
         client.create(configmap("fresh", ns))
         eventually(lambda: len(controller.queue) == 3)
         release.set()
         eventually(lambda: len(seen) == 4)
+    api.close()
     listed = sorted(set("abc") - {seen[0]})
     assert seen[0] in "abc"
     if priority_queue:  # the fresh add jumps the initial list's adds
