@@ -207,6 +207,18 @@ class ControllerDriver:
             return len(self.controller.queue)
         return int(self.portal.call(len, self.controller.queue))
 
+    def on_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` where the controller lives: here for threads, on the event loop's
+        thread otherwise (``fn`` may be a coroutine function)."""
+        return fn(*args) if self.portal is None else self.portal.call(fn, *args)
+
+    def take(self) -> str:
+        """The next key of the controller's queue, as a worker takes it (``done`` is the
+        caller's)."""
+        if self.portal is None:
+            return str(self.controller.queue.get()[0])
+        return str(self.portal.call(self.controller.queue.get))
+
     def start(self) -> None:
         if self.portal is None:
             self._thread = threading.Thread(target=self.controller.run,

@@ -21,6 +21,7 @@ from informers.aio import (
 from informers.aio.manager import AsyncManager
 from informers.clock import FakeClock
 from informers.errors import LeaderElectionConfigError, LeaderElectionLostError
+from informers.events import EventRecorder
 from informers.manager import LeaderElectionConfig
 from informers.testing import ApiServer
 
@@ -300,3 +301,75 @@ async def test_a_paused_leader_without_a_rival_renews_and_leads_on(api, anyio_ba
     assert doubts == [False]  # in doubt until the renewal
     assert "a 2.0s wait took 20.000s (the process was paused or starved); leadership in " \
            "doubt until the lease is renewed" in caplog.text
+
+
+# -- events (client-go leaderelection.go acquire/renew: Lock.RecordEvent) ---------------------
+
+
+def lease_events(api: ApiServer, lease: str) -> list[tuple[str, ...]]:
+    return sorted((e["message"], e["reason"], e["type"], e["involvedObject"]["kind"],
+                   e["involvedObject"]["apiVersion"], e["involvedObject"]["name"])
+                  for e in api.list("events", "le")
+                  if e["involvedObject"].get("name") == lease)
+
+
+async def test_leadership_changes_are_recorded_as_events(api, anyio_backend):
+    # the threaded test of that name (tests/test_leader_elector.py); client-go
+    # TestReleaseOnCancellation's expectedEvents: "became leader", then "stopped leading"
+    name = f"events-{anyio_backend}"
+    recorder = EventRecorder(api.api_client(), "ctrl", clock=FakeClock())
+    recorder.start()
+    try:
+        async with AsyncTransport(api.api_client()) as transport:
+            clock = FakeClock()
+            a = AsyncLeaderElector(
+                AsyncLeaseLock(transport, "le", name, "a", event_recorder=recorder),
+                name=name, clock=clock, sleep=stepping(clock), release_on_cancel=True)
+            done = anyio.Event()
+
+            async def lead() -> None:
+                await until(lambda: len(lease_events(api, name)) == 1)
+                done.set()
+
+            with anyio.fail_after(WAIT):
+                assert await a.run(lead) is False
+        await until(lambda: len(lease_events(api, name)) == 2)
+    finally:
+        recorder.stop()
+    assert done.is_set()
+    assert lease_events(api, name) == [
+        ("a became leader", "LeaderElection", "Normal", "Lease", "coordination.k8s.io/v1", name),
+        ("a stopped leading", "LeaderElection", "Normal", "Lease", "coordination.k8s.io/v1",
+         name),
+    ]
+
+
+def test_record_event_without_a_recorder_does_nothing():
+    # client-go resourcelock TestRecordEventNilRecorder
+    AsyncLeaseLock(None, "le", "l", "a").record_event("should not panic")  # type: ignore[arg-type]
+
+
+class Broken:
+    def eventf(self, obj: Any, type: str, reason: str, fmt: str, *args: Any) -> None:
+        raise RuntimeError("recorder broke")
+
+
+async def test_a_failing_recorder_is_logged_and_the_election_goes_on(api, anyio_backend,
+                                                                     caplog):
+    name = f"events-broken-{anyio_backend}"
+    async with AsyncTransport(api.api_client()) as transport:
+        clock = FakeClock()
+        a = AsyncLeaderElector(
+            AsyncLeaseLock(transport, "le", name, "a", event_recorder=Broken()),
+            name=name, clock=clock, sleep=stepping(clock), release_on_cancel=True)
+        led: list[bool] = []
+
+        async def lead() -> None:
+            led.append(a.leading())
+
+        with anyio.fail_after(WAIT):
+            assert await a.run(lead) is False
+    assert led == [True]
+    assert spec(api, name)["holderIdentity"] == ""
+    assert f"recording event 'became leader' for lease le/{name} failed" in caplog.text
+    assert f"recording event 'stopped leading' for lease le/{name} failed" in caplog.text

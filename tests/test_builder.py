@@ -1,12 +1,18 @@
 """informers.controller.builder.ControllerBuilder and informers.testing.runner, on both
-servers: a ConfigMap controller that owns Secrets and watches Pods, run with run_manager."""
+servers: a ConfigMap controller that owns Secrets and watches Pods, run with run_manager. The
+priority queue and the options both builders share run on threads and on the async builder
+(asyncio, trio) from one body each."""
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
+from runtime_drivers import DRIVERS, ControllerDriver
 
 from informers.client import Client
 from informers.clock import FakeClock
@@ -145,6 +151,37 @@ def test_builder_misuse():
         b.with_options(reconcile_timeout=0)
 
 
+@pytest.mark.parametrize("driver", ["threads", "asyncio"])
+def test_both_builders_take_the_same_options(driver):
+    # one with_options (informers.controller.builder_options) for the threaded and the async
+    # builder: the same options reach the controller, with the same checks and defaults
+    async def main() -> None:
+        if driver == "threads":
+            manager: Any = Manager(None, factory=SharedInformerFactory(None))
+            make: Any = ControllerBuilder
+        else:
+            from informers.aio import AsyncControllerBuilder, AsyncSharedInformerFactory
+            from informers.aio.manager import AsyncManager
+
+            manager = AsyncManager(AsyncSharedInformerFactory(object()))
+            make = AsyncControllerBuilder
+        builder = make(manager)
+        with pytest.raises(ValueError, match="reconcile_timeout must be positive, got -1"):
+            builder.with_options(reconcile_timeout=-1)
+        builder.for_("configmaps").with_options(workers=3, max_retries=None, drain_timeout=2.5)
+        assert builder.with_options(workers=None) is builder  # not given: kept
+        controller = builder.complete(lambda request: None)
+        assert (controller.name, controller.workers, controller.max_retries,
+                controller.drain_timeout) == ("configmap", 3, None, 2.5)
+        named = make(manager).for_("secrets").named("mine").complete(lambda r: None)
+        assert named.name == "mine"
+        with pytest.raises(ValueError, match="controller c: workers must be at least 1"):
+            make(manager).for_("pods").with_options(workers=0, name="c").complete(
+                lambda r: None)
+
+    anyio.run(main)
+
+
 # -- deadline ---------------------------------------------------------------------------------
 
 
@@ -224,50 +261,123 @@ def test_the_manager_fixture(manager, api_client):
 # -- the priority queue (controller-runtime v0.23 WithLowPriorityWhenUnchanged) -----------------
 
 
-def test_low_priority_items_go_after_fresh_ones():
-    from informers.workqueue.queue import Queue
+@pytest.fixture(params=DRIVERS)
+def driver(request):
+    # the threaded Controller, or an AsyncController on asyncio or trio (tests/runtime_drivers.py)
+    driver = ControllerDriver(request.param)
+    yield driver
+    driver.close()
 
-    q: Queue[str] = Queue()
-    q.add("initial-1", low_priority=True)
-    q.add("initial-2", low_priority=True)
-    q.add("fresh")
-    q.add("initial-2")  # a fresh change of a waiting low item raises it
+
+def test_low_priority_items_go_after_fresh_ones(driver):
+    q = driver.make("c", lambda key: None).queue
+
+    def fill() -> None:
+        q.add("initial-1", low_priority=True)
+        q.add("initial-2", low_priority=True)
+        q.add("fresh")
+        q.add("initial-2")  # a fresh change of a waiting low item raises it
+
+    driver.on_loop(fill)
     assert len(q) == 3
-    assert [q.get()[0] for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
-    # re-added (low) while processing: queued again on done, in the low lane
-    q.add("initial-1", low_priority=True)
-    q.add("other")
-    q.done("initial-1")
-    assert [q.get()[0] for _ in range(2)] == ["other", "initial-1"]
+    assert [driver.take() for _ in range(3)] == ["fresh", "initial-2", "initial-1"]
+
+    def refill() -> None:
+        # re-added (low) while processing: queued again on done, in the low lane
+        q.add("initial-1", low_priority=True)
+        q.add("other")
+        q.done("initial-1")
+
+    driver.on_loop(refill)
+    assert [driver.take() for _ in range(2)] == ["other", "initial-1"]
 
 
 def obj(name: str, rv: str) -> dict:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
 
 
-def test_low_priority_when_unchanged_handler():
-    from informers.controller import Controller, EnqueueRequestForObject
+def test_low_priority_when_unchanged_handler(driver):
+    from informers.controller import EnqueueRequestForObject
     from informers.controller.builder import LowPriorityWhenUnchanged
 
-    controller = Controller("c", lambda key: None)
-    handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
-    handler.on_add(obj("listed", "1"), True)          # initial list: low
-    handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
-    handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
-    handler.on_add(obj("created", "5"), False)        # a fresh add
-    handler.on_delete(obj("deleted", "6"))
-    q = controller.queue
-    assert [q.get()[0] for _ in range(5)] == [
+    controller = driver.make("c", lambda key: None)
+
+    def events() -> None:
+        handler = LowPriorityWhenUnchanged(controller, EnqueueRequestForObject)
+        handler.on_add(obj("listed", "1"), True)          # initial list: low
+        handler.on_update(obj("resynced", "2"), obj("resynced", "2"))  # resync: low
+        handler.on_update(obj("changed", "3"), obj("changed", "4"))    # a real change
+        handler.on_add(obj("created", "5"), False)        # a fresh add
+        handler.on_delete(obj("deleted", "6"))
+
+    driver.on_loop(events)
+    assert [driver.take() for _ in range(5)] == [
         "ns/changed", "ns/created", "ns/deleted", "ns/listed", "ns/resynced"]
-    q.shut_down()
 
 
-def test_builder_with_a_priority_queue_reconciles(setup):
-    manager, client, ns = setup
-    keys: list[str] = []
-    client.create(configmap("before", ns))
-    (ControllerBuilder(manager).for_("configmaps").with_options(priority_queue=True)
-     .complete(keys.append))
-    with run_manager(manager):
-        client.create(configmap("after", ns))
-        eventually(lambda: sorted(keys) == [f"{ns}/after", f"{ns}/before"])
+@contextmanager
+def running_builder(runtime: str, api: Any, ns: str, body: Any, **options: Any) -> Any:
+    """A ConfigMap controller built by ``ControllerBuilder`` (``runtime`` ``"threads"``) or
+    ``AsyncControllerBuilder`` (on an asyncio or trio loop in a thread) with ``options``,
+    reconciling ``body(name)`` (a blocking body: the async reconcile awaits it in a worker
+    thread), run by its manager for the block; yields the controller."""
+    if runtime == "threads":
+        manager = Manager(api, factory=SharedInformerFactory(api, namespace=ns),
+                          shutdown_timeout=5.0)
+        controller: Any = (ControllerBuilder(manager).for_("configmaps").with_options(**options)
+                           .complete(lambda request: body(request.name)))
+        with run_manager(manager):
+            yield controller
+        return
+    from anyio.from_thread import start_blocking_portal
+
+    from informers.aio import AsyncControllerBuilder, AsyncSharedInformerFactory
+    from informers.aio.manager import AsyncManager
+
+    async def reconcile(request: Request) -> None:
+        await anyio.to_thread.run_sync(body, request.name, abandon_on_cancel=True)
+
+    async def build() -> tuple[Any, Any]:
+        manager = AsyncManager(AsyncSharedInformerFactory(api, namespace=ns))
+        return manager, (AsyncControllerBuilder(manager).for_("configmaps")
+                         .with_options(**options).complete(reconcile))
+
+    with start_blocking_portal(runtime) as portal:
+        async_manager, controller = portal.call(build)
+        run = portal.start_task_soon(async_manager.run)
+        try:
+            yield controller
+        finally:
+            portal.call(async_manager.stop)
+            run.result(10)
+
+
+@pytest.mark.parametrize("priority_queue", [True, False])
+@pytest.mark.parametrize("runtime", DRIVERS)
+def test_builder_with_a_priority_queue_reconciles(any_api_server, runtime, priority_queue):
+    # one worker, held by the first listed key while a fresh add arrives
+    api, ns = any_api_server.api_client(), any_api_server.namespace
+    client = Client(api, field_manager="test-builder")
+    for name in ("a", "b", "c"):
+        client.create(configmap(name, ns))
+    seen: list[str] = []
+    release = threading.Event()
+
+    def body(name: str) -> None:
+        seen.append(name)
+        assert release.wait(10)
+
+    with running_builder(runtime, api, ns, body, workers=1,
+                         priority_queue=priority_queue) as controller:
+        eventually(lambda: len(seen) == 1 and len(controller.queue) == 2)
+        client.create(configmap("fresh", ns))
+        eventually(lambda: len(controller.queue) == 3)
+        release.set()
+        eventually(lambda: len(seen) == 4)
+    api.close()
+    listed = sorted(set("abc") - {seen[0]})
+    assert seen[0] in "abc"
+    if priority_queue:  # the fresh add jumps the initial list's adds
+        assert seen[1:] == ["fresh", *listed]
+    else:
+        assert seen[1:] == [*listed, "fresh"]

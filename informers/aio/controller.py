@@ -43,7 +43,12 @@ from informers.controller.controller import (
     settle,
 )
 from informers.controller.enqueue import EnqueueRequestForObject
-from informers.controller.metrics import RESULT_ERROR, ControllerMetricsProvider, get_provider
+from informers.controller.metrics import (
+    RESULT_ERROR,
+    ControllerMetrics,
+    ControllerMetricsProvider,
+    get_provider,
+)
 from informers.controller.predicates import Predicate, PredicateFilteredHandler
 from informers.controller.request import Request
 from informers.controller.result import Result
@@ -74,6 +79,14 @@ class AsyncController:
         drain_timeout: seconds a stop waits for the reconciles in flight; then they are
             cancelled (unlike threads, tasks can be).
         metrics: the controller metrics provider (default the process-wide one).
+        setup: ``async def setup(controller)``, awaited first thing in :meth:`run`, before
+            the caches are waited for: work that must ask the server before the controller
+            can watch (the builder resolves ``(group, version, plural)`` kinds through
+            discovery there, then adds their watches and the default name, as
+            controller-runtime's ``Controller.Start`` starts its sources). It may
+            :meth:`watch` and set :attr:`name`; the metrics are made after it, under that
+            name (without a ``setup``, at construction, as the threaded controller's). An
+            exception from it is raised by :meth:`run`.
 
     Raises:
         ValueError: ``workers < 1``, a negative ``max_retries`` or ``drain_timeout``, or an
@@ -91,6 +104,7 @@ class AsyncController:
         max_retries: int | None = DEFAULT_MAX_RETRIES,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         metrics: ControllerMetricsProvider | None = None,
+        setup: Callable[[AsyncController], Awaitable[None]] | None = None,
     ) -> None:
         check_options(name, workers, max_retries, drain_timeout)
         self.name = name
@@ -100,8 +114,11 @@ class AsyncController:
         self.drain_timeout = drain_timeout
         self._informers = list(informers)
         self._registrations: list[Subscription] = []
-        provider = metrics if metrics is not None else get_provider()
-        self._metrics = provider.new_controller_metrics(name, workers)
+        self._metrics_provider = metrics if metrics is not None else get_provider()
+        self._setup = setup
+        self._metrics: ControllerMetrics | None = (
+            None if setup is not None  # made in run(), under the name setup may give
+            else self._metrics_provider.new_controller_metrics(name, workers))
         self.queue = AsyncWorkQueue(rate_limiter)
         self._stop = anyio.Event()
         self._idle = anyio.Event()
@@ -166,6 +183,10 @@ class AsyncController:
         if self._started:
             raise AlreadyStartedError(f"controller {self.name} runs once")
         self._started = True
+        if self._setup is not None:
+            await self._setup(self)
+            self._metrics = self._metrics_provider.new_controller_metrics(self.name,
+                                                                          self.workers)
         if not await self._caches_synced():
             return
         async with anyio.create_task_group() as tg:
@@ -218,6 +239,7 @@ class AsyncController:
 
     async def _process(self, key: str) -> None:
         metrics = self._metrics
+        assert metrics is not None  # made by run() before the workers start
         start = anyio.current_time()
         self.in_flight.add(key)
         metrics.active_workers(1)

@@ -19,7 +19,10 @@ lease seen taken, or expired for the others) ``lead`` is cancelled and ``run`` r
 the renewals end and ``run`` returns ``False``. Either way the lease is released
 (``release_on_cancel``) only after ``lead`` has returned. Cancelling ``run`` (leaving the
 enclosing task group) cancels ``lead`` and releases likewise, shielded. ``leading()`` is the
-check before each guarded action, as the threaded one's.
+check before each guarded action, as the threaded one's. With an ``event_recorder`` on the
+lock, the Lease gets the threaded elector's events (:func:`~informers.leaderelection.
+leader_elector.record_lock_event`): ``"<identity> became leader"`` once acquired and
+``"<identity> stopped leading"`` when leading ends, after the release.
 
 Time: ``clock`` gives the local times and the record's wall times, ``sleep`` waits (default
 ``anyio.sleep``); tests pass a :class:`~informers.clock.FakeClock` and a ``sleep`` that steps
@@ -45,12 +48,15 @@ from informers.leaderelection.leader_elector import (
     DEFAULT_RENEW_DEADLINE,
     DEFAULT_RETRY_PERIOD,
     JITTER_FACTOR,
+    record_lock_event,
     validate_config,
 )
 from informers.leaderelection.lease_lock import (
+    EventfRecorder,
     lease_spec_to_record,
     new_lease,
     raw_record,
+    record_lease_event,
     updated_lease,
 )
 from informers.leaderelection.metrics import MetricsProvider, get_provider
@@ -73,17 +79,23 @@ class AsyncLeaseLock:
         name: the Lease's name.
         identity: this participant's unique identity.
         labels: set on create, merged on update (client-go ``NewWithLabels``).
+        event_recorder: optional; receives a ``Normal`` ``LeaderElection`` event
+            ``"<identity> <what>"`` about the Lease on :meth:`record_event` (the threaded
+            lock's, client-go ``LeaseLock.RecordEvent``). Its ``eventf`` must not block: an
+            :class:`~informers.events.EventRecorder` only queues (its writer is a thread).
         request_timeout: seconds per request (kube-controller-manager: the renew deadline).
     """
 
     def __init__(self, transport: AsyncTransport, namespace: str, name: str, identity: str,
                  labels: dict[str, str] | None = None, *,
+                 event_recorder: EventfRecorder | None = None,
                  request_timeout: float | None = None) -> None:
         self.transport = transport
         self.namespace = namespace
         self.name = name
         self.identity = identity
         self.labels = dict(labels) if labels is not None else None
+        self.event_recorder = event_recorder
         self.request_timeout = request_timeout
         self._lease: dict[str, Any] | None = None
         ns, nm = quote(namespace, safe=""), quote(name, safe="")
@@ -123,6 +135,12 @@ class AsyncLeaseLock:
         body = updated_lease(self._lease, self.labels, record)
         self._lease = await self.transport.request("PUT", self._path, body,
                                                    request_timeout=self.request_timeout)
+
+    def record_event(self, s: str) -> None:
+        """Emit ``Normal LeaderElection "<identity> <s>"`` about the Lease, if a recorder is
+        set (:func:`~informers.leaderelection.lease_lock.record_lease_event`)."""
+        record_lease_event(self.event_recorder, self._lease, self.namespace, self.name,
+                           self.identity, s)
 
 
 async def _drive(attempt: Attempt, lock: AsyncLeaseLock) -> bool:
@@ -225,6 +243,7 @@ class AsyncLeaderElector:
                 await self.sleep(self.retry_period * (1.0 + self._rng.random() * JITTER_FACTOR))
             led = True
             self._election.set_leading(True)
+            record_lock_event(self.lock, "became leader")
             self._metrics.on(self.name)
             logger.info("successfully acquired lease %s", desc)
             lost = False
@@ -248,6 +267,8 @@ class AsyncLeaderElector:
             if led and self.release_on_cancel:
                 with anyio.CancelScope(shield=True):
                     await _drive(self._election.release(), self.lock)
+            if led:
+                record_lock_event(self.lock, "stopped leading")
 
     async def _attempt(self) -> bool:
         succeeded = await _drive(self._election.try_acquire_or_renew(), self.lock)

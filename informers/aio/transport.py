@@ -34,7 +34,12 @@ import httpx
 from informers.client.connection import is_refused
 from informers.client.decoder import decode
 from informers.client.list_decoder import ListDecoder
-from informers.client.list_watch_client import _list_result
+from informers.client.list_watch_client import (
+    _list_result,
+    discovery_failed,
+    discovery_path,
+    kind_in_discovery,
+)
 from informers.client.status import retry_after, status_error
 from informers.client.transport import _dumps, prepared
 from informers.client.watch_lines import WatchLineDecoder
@@ -56,6 +61,7 @@ __all__ = [
     "AsyncTransport",
     "AsyncWatchStream",
     "api_client_of",
+    "resolve_resource",
     "ssl_context",
 ]
 
@@ -387,3 +393,26 @@ class AsyncListWatch:
         response = await self.transport.open(self.path, opts.to_query(watch=True),
                                              watch_read_timeout(opts), what)
         return AsyncWatchStream(response, what, drop_managed_fields=self.drop_managed_fields)
+
+
+async def resolve_resource(transport: AsyncTransport, group: str, version: str, plural: str,
+                           read_timeout: float = DEFAULT_LIST_READ_TIMEOUT) -> Resource:
+    """The :class:`~informers.resources.Resource` of ``(group, version, plural)``: a built-in
+    one, else kind and scope from the server's discovery document (``GET
+    /apis/<group>/<version>``), by the threaded rule
+    (:func:`informers.client.list_watch_client.kind_in_discovery`; a failed discovery is a
+    warning and a namespaced resource of unknown kind, as
+    :func:`~informers.client.list_watch_client.discover`'s)."""
+    try:
+        return lookup((group, version, plural))
+    except KeyError:
+        pass
+    path = discovery_path(group, version)
+    what = f"discovery of {plural}.{group}/{version}"
+    try:
+        doc = await transport.request("GET", path, request_timeout=read_timeout)
+    except Exception as exc:
+        kind, namespaced = discovery_failed(what, exc)
+    else:
+        kind, namespaced = kind_in_discovery(doc, plural, what, path)
+    return Resource(group, version, plural, kind, namespaced)

@@ -5,7 +5,9 @@ once; never to two workers at once; re-added while processed, it is queued again
 :meth:`AsyncWorkQueue.done`) are :class:`informers.workqueue.Queue`'s own: this queue holds one
 and only takes from it when it is not empty, so its ``get`` never blocks the event loop. The
 delays come from the same :mod:`informers.workqueue.rate_limiters` (client-go
-``DefaultControllerRateLimiter`` by default). Delayed adds wait in tasks of the task group given
+``DefaultControllerRateLimiter`` by default), and so does the low-priority lane of
+controller-runtime v0.23's priority queue (``add(key, low_priority=True)``: served only when
+no other key waits). Delayed adds wait in tasks of the task group given
 to :meth:`AsyncWorkQueue.start`.
 
 One event loop.
@@ -49,8 +51,11 @@ class AsyncWorkQueue:
         for key, seconds in early:
             self.add_after(key, seconds)
 
-    def add(self, key: str) -> None:
-        self._queue.add(key)
+    def add(self, key: str, low_priority: bool = False) -> None:
+        """Queue ``key`` (:meth:`informers.workqueue.Queue.add`): ``low_priority`` keys wait in
+        the low-priority lane, handed out only when no other key is queued, and a normal add
+        of a key waiting there raises it (controller-runtime v0.23 priority queue)."""
+        self._queue.add(key, low_priority)
         self._wake.set()
 
     def add_after(self, key: str, seconds: float) -> None:

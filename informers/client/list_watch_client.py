@@ -43,6 +43,9 @@ from informers.resources import Resource, lookup
 __all__ = [
     "ClientListWatch",
     "discover",
+    "discovery_failed",
+    "discovery_path",
+    "kind_in_discovery",
     "list_watch_for_resource",
     "list_watch_from_client",
 ]
@@ -84,9 +87,35 @@ def _list_result(doc: Any, what: str) -> ListResult:
     )
 
 
+def discovery_path(group: str, version: str) -> str:
+    """The discovery document of a group version: ``/apis/<group>/<version>``, ``/api/v1``."""
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
+def kind_in_discovery(doc: Any, plural: str, what: str, path: str) -> tuple[str, bool]:
+    """``plural``'s kind and scope in the discovery document ``doc`` read from ``path``; not
+    there: a warning, and a namespaced resource of unknown kind (``("", True)``). The rule of
+    the threaded and the async discovery."""
+    for entry in (doc.get("resources") if isinstance(doc, dict) else None) or []:
+        if isinstance(entry, dict) and entry.get("name") == plural:
+            return str(entry.get("kind") or ""), bool(entry.get("namespaced", True))
+    logger.warning("%s: %s not in %s; assuming a namespaced resource of unknown kind",
+                   what, plural, path)
+    return "", True
+
+
+def discovery_failed(what: str, exc: BaseException) -> tuple[str, bool]:
+    """Discovery is best effort (the informer must still be buildable): a warning, and a
+    namespaced resource of unknown kind."""
+    logger.warning("%s failed (%s); assuming a namespaced resource of unknown kind", what, exc)
+    return "", True
+
+
 def discover(api_client: Any, group: str, version: str, plural: str,
-              connect_timeout: float, read_timeout: float) -> tuple[str, bool]:
-    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+             connect_timeout: float, read_timeout: float) -> tuple[str, bool]:
+    """``plural``'s kind and scope from the server's discovery document
+    (:func:`kind_in_discovery`, :func:`discovery_failed`)."""
+    path = discovery_path(group, version)
     what = f"discovery of {plural}.{group}/{version}"
     try:
         call = Transport(api_client, connect_timeout).get(path, [], read_timeout, what)
@@ -96,15 +125,9 @@ def discover(api_client: Any, group: str, version: str, plural: str,
             read = True
         finally:
             call.release(reuse=read)
-        for entry in doc.get("resources") or []:
-            if isinstance(entry, dict) and entry.get("name") == plural:
-                return str(entry.get("kind") or ""), bool(entry.get("namespaced", True))
-        logger.warning("%s: %s not in %s; assuming a namespaced resource of unknown kind",
-                       what, plural, path)
-    except Exception as exc:  # discovery is best effort: the informer must still be buildable
-        logger.warning("%s failed (%s); assuming a namespaced resource of unknown kind",
-                       what, exc)
-    return "", True
+    except Exception as exc:
+        return discovery_failed(what, exc)
+    return kind_in_discovery(doc, plural, what, path)
 
 
 class ClientListWatch(ListWatch):

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, cast, overload
 
 from informers.clock import Clock
+from informers.controller.builder_options import BuilderOptions
 from informers.controller.controller import DEFAULT_MAX_RETRIES, Controller
 from informers.controller.enqueue import (
     EnqueueRequestForObject,
@@ -57,14 +58,16 @@ from informers.indexer import Indexer
 from informers.listers import Lister
 from informers.object_type import ObjectT, OtherObjectT
 from informers.resources import Resource, lookup
-from informers.workqueue.rate_limiters import RateLimiter
 
 __all__ = [
     "ControllerBuilder",
     "KindRef",
     "Listers",
     "LowPriorityWhenUnchanged",
+    "QueueOwner",
     "Reconciler",
+    "Watch",
+    "add_watches",
     "is_reconciler_factory",
 ]
 
@@ -76,13 +79,6 @@ version, plural)`` (kind and scope then come from the server's discovery)."""
 Reconciler = Callable[[Request], "Result | None"]
 """``reconcile(request) -> Result | None``; see
 :class:`~informers.controller.controller.Controller` for what the result does."""
-
-
-class _Unset:
-    pass
-
-
-_UNSET = _Unset()
 
 
 class _Manager(Protocol):
@@ -172,18 +168,40 @@ class Listers(Generic[ObjectT]):
 
 
 @dataclass
-class _Watch:
+class Watch:
+    """One watch of a builder: the kind, the enqueue handler's factory (called with the
+    controller) and the watch's own predicates."""
+
     resource: Resource
-    handler: Callable[[Controller], Any]
+    handler: Callable[[Any], Any]
     predicates: tuple[Predicate, ...]
 
 
-class ControllerBuilder(Generic[ObjectT]):
+def add_watches(controller: Any, informer_for: Callable[[Resource], Any],
+                watches: Iterable[Watch], options: BuilderOptions) -> None:
+    """Register each watch on ``controller`` (a :class:`Controller` or an
+    :class:`~informers.aio.AsyncController`), on the informer ``informer_for`` gives, behind
+    its predicates and the builder's event filters, its handler wrapped in
+    :class:`LowPriorityWhenUnchanged` with ``priority_queue``; shared by both builders."""
+    for watch in watches:
+        handler: Any = watch.handler
+        if options.priority_queue:
+            handler = LowPriorityWhenUnchanged(controller, watch.handler)
+        controller.watch(informer_for(watch.resource), handler, *watch.predicates,
+                         *options.event_filters)
+
+
+class ControllerBuilder(BuilderOptions, Generic[ObjectT]):
     """Builds one controller for ``manager`` (controller-runtime ``builder.Builder``).
 
     Generic over the primary kind's static type, set by :meth:`for_`'s ``object_type``
     (``for_(WEBSITES, object_type=Website)``: ``listers.get(request)`` is then a
     ``Website``); default ``dict[str, Any]``. Static only: objects stay dicts.
+
+    :meth:`~BuilderOptions.with_options`, :meth:`~BuilderOptions.named` and
+    :meth:`~BuilderOptions.with_event_filter` are
+    :class:`~informers.controller.builder_options.BuilderOptions`', shared with the async
+    builder.
 
     Args:
         manager: the :class:`~informers.manager.Manager` whose factory supplies the
@@ -197,16 +215,13 @@ class ControllerBuilder(Generic[ObjectT]):
         if manager.factory is None:
             raise ValueError("the manager has no informer factory: create it with an "
                              "api_client or a factory")
+        super().__init__()
         self._manager = manager
         self._factory = manager.factory
         self._primary: Resource | None = None
-        self._watches: list[_Watch] = []
-        self._filters: list[Predicate] = []
-        self._options: dict[str, Any] = {}
-        self._name: str | None = None
+        self._watches: list[Watch] = []
         self._listers: Listers[Any] | None = None
         self._built = False
-        self._priority = False
 
     # -- what to watch ----------------------------------------------------------------------
 
@@ -233,7 +248,7 @@ class ControllerBuilder(Generic[ObjectT]):
         self._primary = res
         self._listers = Listers(res, self._factory)
         self._listers._add(res)
-        self._watches.insert(0, _Watch(res, EnqueueRequestForObject, predicates))
+        self._watches.insert(0, Watch(res, EnqueueRequestForObject, predicates))
         return cast("ControllerBuilder[OtherObjectT]", self)
 
     def owns(self, kind: KindRef, *predicates: Predicate) -> ControllerBuilder[ObjectT]:
@@ -247,7 +262,7 @@ class ControllerBuilder(Generic[ObjectT]):
             return EnqueueRequestForOwner(controller, primary.kind, primary.api_version,
                                           owner_namespaced=primary.namespaced)
 
-        self._watches.append(_Watch(res, handler, predicates))
+        self._watches.append(Watch(res, handler, predicates))
         return self
 
     def watches(self, kind: KindRef, map_fn: Callable[[Any], Iterable[str]],
@@ -261,55 +276,7 @@ class ControllerBuilder(Generic[ObjectT]):
         def handler(controller: Controller) -> EnqueueRequestsFromMapFunc:
             return EnqueueRequestsFromMapFunc(controller, map_fn)
 
-        self._watches.append(_Watch(res, handler, predicates))
-        return self
-
-    def with_event_filter(self, *predicates: Predicate) -> ControllerBuilder[ObjectT]:
-        """Predicates every watch's events must pass (``WithEventFilter``)."""
-        self._filters.extend(predicates)
-        return self
-
-    def with_options(self, *, workers: int | None = None,
-                     rate_limiter: RateLimiter | None = None,
-                     reconcile_timeout: float | None = None,
-                     max_retries: int | _Unset | None = _UNSET,
-                     name: str | None = None, clock: Clock | None = None,
-                     metrics: Any = None, priority_queue: bool | None = None
-                     ) -> ControllerBuilder[ObjectT]:
-        """The controller's options (``WithOptions``): ``workers`` (controller-runtime
-        ``MaxConcurrentReconciles``, default 1), ``rate_limiter``, ``reconcile_timeout``
-        (seconds; controller-runtime ``ReconciliationTimeout``: the requests a reconcile
-        sends through :class:`~informers.client.Client` are cut to the time left and fail
-        once it is up, and a reconcile that returns after it counts as failed), ``max_retries``
-        (default :data:`~informers.controller.controller.DEFAULT_MAX_RETRIES`; ``None``:
-        forever), ``name`` (default: the primary kind in lower case, as controller-runtime's),
-        ``clock``, ``metrics``, ``priority_queue`` (controller-runtime v0.23
-        ``UsePriorityQueue`` with ``WithLowPriorityWhenUnchanged`` on every watch: adds from
-        an informer's initial list and resyncs of unchanged objects, i.e. updates whose
-        ``resourceVersion`` did not move, go after the keys of fresh changes)."""
-        if workers is not None:
-            self._options["workers"] = workers
-        if rate_limiter is not None:
-            self._options["rate_limiter"] = rate_limiter
-        if reconcile_timeout is not None:
-            if reconcile_timeout <= 0:
-                raise ValueError(f"reconcile_timeout must be positive, got {reconcile_timeout}")
-            self._options["reconcile_timeout"] = reconcile_timeout
-        if not isinstance(max_retries, _Unset):
-            self._options["max_retries"] = max_retries
-        if clock is not None:
-            self._options["clock"] = clock
-        if metrics is not None:
-            self._options["metrics"] = metrics
-        if name is not None:
-            self._name = name
-        if priority_queue is not None:
-            self._priority = priority_queue
-        return self
-
-    def named(self, name: str) -> ControllerBuilder[ObjectT]:
-        """The controller's name (``Named``): logs, metrics and the queue."""
-        self._name = name
+        self._watches.append(Watch(res, handler, predicates))
         return self
 
     # -- building ---------------------------------------------------------------------------
@@ -335,11 +302,11 @@ class ControllerBuilder(Generic[ObjectT]):
         primary = self._need_primary("complete")
         listers = self._require(self._listers)
         fn: Reconciler = reconcile(listers) if is_reconciler_factory(reconcile) else reconcile  # type: ignore[assignment,arg-type]
-        options = dict(self._options)
-        timeout = options.pop("reconcile_timeout", None)
+        options = dict(self.controller_options)
+        timeout = self.reconcile_timeout
         clock = options.get("clock")
         max_retries = options.pop("max_retries", DEFAULT_MAX_RETRIES)
-        name = self._name or primary.kind.lower() or primary.plural
+        name = self.controller_name(primary)
 
         def run(key: str) -> Result | None:
             request = Request.from_key(key)
@@ -354,12 +321,7 @@ class ControllerBuilder(Generic[ObjectT]):
             return result
 
         controller = Controller(name, run, max_retries=max_retries, **options)
-        for watch in self._watches:
-            informer = self._factory.informer_for(watch.resource)
-            handler: Any = watch.handler
-            if self._priority:
-                handler = LowPriorityWhenUnchanged(controller, watch.handler)
-            controller.watch(informer, handler, *watch.predicates, *self._filters)
+        add_watches(controller, self._factory.informer_for, self._watches, self)
         self._built = True
         self._manager.add(controller)
         return controller
@@ -400,15 +362,29 @@ def is_reconciler_factory(fn: Callable[..., Any]) -> bool:
             or getattr(annotation, "__origin__", None) is Listers)
 
 
+class _LaneQueue(Protocol):
+    def add(self, key: str, low_priority: bool = False) -> None: ...
+
+
+class QueueOwner(Protocol):
+    """A controller whose work queue has a low-priority lane (threaded or async)."""
+
+    @property
+    def queue(self) -> _LaneQueue: ...
+
+
 class LowPriorityWhenUnchanged:
     """Wraps an enqueue handler so that the keys it enqueues for an object that did not
     change go into the work queue's low-priority lane (controller-runtime v0.23
     ``handler.WithLowPriorityWhenUnchanged``): an add from the informer's initial list, and
     an update whose old and new ``resourceVersion`` are equal (a resync). Everything else
-    (fresh adds, real updates, deletes) enqueues normally. Handlers of one registration run
-    on one thread; the flag that says which lane is per thread."""
+    (fresh adds, real updates, deletes) enqueues normally. ``controller`` is a
+    :class:`~informers.controller.Controller` or an
+    :class:`~informers.aio.AsyncController` (their queues take ``low_priority``). Handlers of
+    one registration run on one thread (the async ones on the event loop's, each call
+    synchronous); the flag that says which lane is per thread."""
 
-    def __init__(self, controller: Controller,
+    def __init__(self, controller: QueueOwner,
                  inner: Callable[[Any], Any]) -> None:
         self._controller = controller
         self._local = threading.local()

@@ -28,6 +28,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import LeaderElectionConfigError
@@ -40,7 +41,9 @@ __all__ = [
     "DEFAULT_RENEW_DEADLINE",
     "DEFAULT_RETRY_PERIOD",
     "JITTER_FACTOR",
+    "EventLock",
     "LeaderElector",
+    "record_lock_event",
     "validate_config",
 ]
 
@@ -372,10 +375,26 @@ class LeaderElector:
             logger.exception("on_new_leader failed for lease %s", self._lock.describe())
 
     def _lock_record_event(self, s: str) -> None:
-        try:
-            self._lock.record_event(s)
-        except Exception:
-            logger.exception("recording event %r for lease %s failed", s, self._lock.describe())
+        record_lock_event(self._lock, s)
+
+
+class EventLock(Protocol):
+    """What :func:`record_lock_event` needs of a lock (threaded or async)."""
+
+    def describe(self) -> str: ...
+
+    def record_event(self, s: str) -> None: ...
+
+
+def record_lock_event(lock: EventLock, s: str) -> None:
+    """``lock.record_event(s)`` (``"became leader"`` once acquired, ``"stopped leading"`` when
+    leading ends, after the release: client-go leaderelection.go ``acquire`` and ``renew``'s
+    deferred ``RecordEvent``); a failing recorder is logged, never stops the election. Shared
+    by the threaded and the async elector."""
+    try:
+        lock.record_event(s)
+    except Exception:
+        logger.exception("recording event %r for lease %s failed", s, lock.describe())
 
 
 def validate_config(

@@ -25,6 +25,7 @@ __all__ = [
     "lease_spec_to_record",
     "new_lease",
     "raw_record",
+    "record_lease_event",
     "record_to_lease_spec",
     "updated_lease",
 ]
@@ -219,12 +220,18 @@ class LeaseLock:
 
     def record_event(self, s: str) -> None:
         """Emit ``Normal LeaderElection "<identity> <s>"`` about the Lease, if a recorder is set."""
-        if self.event_recorder is None:
-            return
-        metadata = (self._lease or {}).get("metadata") or {
-            "name": self.name,
-            "namespace": self.namespace,
-        }
-        subject = {"apiVersion": _API_VERSION, "kind": "Lease", "metadata": metadata}
-        message = f"{self._identity} {s}"
-        self.event_recorder.eventf(subject, "Normal", "LeaderElection", "%s", message)
+        record_lease_event(self.event_recorder, self._lease, self.namespace, self.name,
+                           self._identity, s)
+
+
+def record_lease_event(recorder: EventfRecorder | None, lease: dict[str, Any] | None,
+                       namespace: str, name: str, identity: str, s: str) -> None:
+    """Emit ``Normal LeaderElection "<identity> <s>"`` about the Lease through ``recorder``
+    (nothing when ``None``), the Lease as last read or written or else named by ``namespace``
+    and ``name`` (client-go ``LeaseLock.RecordEvent``); shared by the threaded and the async
+    lock."""
+    if recorder is None:
+        return
+    metadata = (lease or {}).get("metadata") or {"name": name, "namespace": namespace}
+    subject = {"apiVersion": _API_VERSION, "kind": "Lease", "metadata": metadata}
+    recorder.eventf(subject, "Normal", "LeaderElection", "%s", f"{identity} {s}")
