@@ -22,11 +22,13 @@ b. Watch events per second: a fresh informer whose first list is pinned to a res
    its watch replays the MODIFIED events as fast as the client reads them; timed from the
    reflector's watch call to the last update handler call (each event applied to the indexer
    and delivered to one handler), and the handler's count of distinct resourceVersions
-   checked (:func:`watch_seconds`); the best of ``--repeat`` rounds, each client in turn per
-   round. Beside it the client process's CPU time per event over the same span (user and
-   system, every thread), which moves less than the rate with the machine's other load. The raw floor: the same burst read by a bare HTTP/1.1
-   request that counts lines and decodes nothing (:meth:`Http.read_lines_seconds`). The
-   patches are repeated for each client, so every client gets an identical burst.
+   checked (:func:`watch_seconds`). Each of ``--repeat`` rounds writes one burst that every
+   client replays in turn from the same resourceVersion (kube-apiserver keeps an event's
+   serialization only while dispatching it live, so each replay encodes afresh); the best
+   round counts. Beside the rate, the client process's CPU time per event over the same span
+   (user and system, every thread), which moves less with the machine's other load; and the
+   raw floor, the same burst read by a bare HTTP/1.1 request that counts lines and decodes
+   nothing (:meth:`Http.read_lines_seconds`).
 c. Resident memory: the RSS growth of the synced process (after a GC) per cached pod, and the
    RSS itself. Ours three ways: with ``MemoryTuning``, with the library's defaults (no
    tuning), and with the compact cache (``compact=True``, no tuning). client-go and ours
@@ -428,33 +430,35 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
         finish_profile = spawn_child("ours", kubeconfig, "--pods", str(pods), "--profile")
         run_child(finish_profile)
 
+    def watch_child(client: str, rv: str, count: int, profile: bool) -> dict[str, Any]:
+        if client == "client-go":
+            watch_args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}", f"-events={count}")
+        else:
+            watch_args = ("--rv", rv, "--events", str(count)) + (
+                ("--profile",) if profile else ())
+        return checked_watch(client, run_child(spawn(client, *watch_args)))
+
     if events:
         names = [(p["metadata"]["namespace"], p["metadata"]["name"])
                  for p in (make_pod(i) for i in range(min(events, pods)))]
         clients = [c for c in figures if c != "client-go-list"]
-        round_ = 0
-        # ``repeat`` rounds of every client in turn (a fresh burst each), the best kept: a
-        # burst's figure moves with whatever else the machine does meanwhile
-        for _ in range(repeat):
+        figures["raw-watch"] = raw = ClientFigures()
+        # ``repeat`` rounds, each one burst that every client (and the raw floor) replays from
+        # the same resourceVersion in turn, the best kept: a burst's figure moves with whatever
+        # else the machine does meanwhile. Replays are alike for every client: kube-apiserver
+        # keeps an event's serialization only while dispatching it live (cacher.go
+        # dispatchEvent), so each replay encodes the events afresh.
+        for round_ in range(1, repeat + 1):
+            rv = http.resource_version("/api/v1/pods")
+            seconds = patch_burst(http, names, round_)
+            log(f"round {round_}: {len(names):,} pods patched in {seconds:.1f} s (from "
+                f"resourceVersion {rv})")
             for client in clients:
-                if client == "official" and round_ >= len(clients):
+                if client == "official" and round_ > 1:
                     continue  # one round of the official informer: minutes for 10,000 events
-                round_ += 1
                 fig = figures[client]
-                rv = http.resource_version("/api/v1/pods")
-                seconds = patch_burst(http, names, round_)
-                log(f"{len(names):,} pods patched in {seconds:.1f} s (from resourceVersion {rv})")
-                if client == "client-go":
-                    watch_args: tuple[str, ...] = ("-mode=watch", f"-rv={rv}",
-                                                   f"-events={len(names)}")
-                else:
-                    watch_args = ("--rv", rv, "--events", str(len(names)))
-                    if profile and client == "ours" and round_ <= len(clients):
-                        watch_args += ("--profile",)
-                result = run_child(spawn(client, *watch_args))
-                if result["distinct"] != result["events"]:
-                    raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
-                                       f"resourceVersions in {result['events']} updates")
+                result = watch_child(client, rv, len(names),
+                                     profile and client == "ours" and round_ == 1)
                 rate = result["events"] / watch_seconds(result)
                 fig.events_per_second = max(fig.events_per_second, rate)
                 if "watch_cpu" in result:
@@ -464,22 +468,27 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
                     f"{watch_seconds(result):.3f} s from its watch call ({rate:,.0f}/s; "
                     f"first to last call {result['first_to_last']:.3f} s; CPU "
                     f"{result.get('watch_cpu', 0.0) / result['events'] * 1e6:.0f} us/event)")
-        figures["raw-watch"] = raw = ClientFigures()
-        raw.events_per_second = max(raw_watch_rate(http, names, round_ + 1 + i)
-                                    for i in range(repeat))
-        log(f"raw watch (HTTP/1.1, lines counted, nothing decoded): "
-            f"{raw.events_per_second:,.0f}/s")
+            rate = len(names) / raw_watch_seconds(http, rv, len(names))
+            raw.events_per_second = max(raw.events_per_second, rate)
+            log(f"raw watch (HTTP/1.1, lines counted, nothing decoded): {rate:,.0f}/s")
     return figures
 
 
-def raw_watch_rate(http: Http, names: Sequence[tuple[str, str]], round_: int) -> float:
-    """Events per second of a bare watch replaying one burst of ``names``' MODIFIED events,
-    read and not decoded: the floor every client's watch figure stands on."""
-    rv = http.resource_version("/api/v1/pods")
-    patch_burst(http, names, round_)
-    seconds = http.read_lines_seconds(
-        f"/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion={rv}", len(names))
-    return len(names) / seconds
+def checked_watch(client: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` of a watch child, once its handler is known to have seen as many distinct
+    resourceVersions as events."""
+    if result["distinct"] != result["events"]:
+        raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
+                           f"resourceVersions in {result['events']} updates")
+    return result
+
+
+def raw_watch_seconds(http: Http, rv: str, events: int) -> float:
+    """Seconds a bare watch from ``rv`` takes to read ``events`` lines, not decoded: the floor
+    every client's watch figure stands on."""
+    return http.read_lines_seconds(
+        f"/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion={rv}", events)
+
 
 
 
@@ -519,15 +528,21 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
         names = [(p["metadata"]["namespace"], f"{p['metadata']['name']}-{i}")
                  for i, p in ((i, make_pod(i)) for i in range(burst))]
         raw = min(http.read_seconds("/api/v1/pods?resourceVersion=0")[0] for _ in range(2))
-        raw_rate = raw_watch_rate(http, names, size) if burst else 0.0
+        rv = ""
+        raw_rate = 0.0
+        if burst:
+            # one burst per size, replayed by every client in turn (as in measure_informers)
+            rv = http.resource_version("/api/v1/pods")
+            patch_burst(http, names, size)
+            raw_rate = burst / raw_watch_seconds(http, rv, burst)
         rows.append(ScaleRow(size, "raw", raw, 0, 0.0, raw_rate, 0.0))
         log(f"{size:,} pods, raw list (GET at resourceVersion 0, read, not decoded): "
             f"{raw:.2f} s; raw watch {raw_rate:,.0f} ev/s")
         for client in SCALE_CLIENTS:
+            extra = ("--compact",) if client == "ours-compact" else ()
             if client == "client-go":
                 result = run_child(spawn_go(binary, kubeconfig, "-mode=sync"))
             else:
-                extra = ("--compact",) if client == "ours-compact" else ()
                 result = run_child(spawn_child("ours", kubeconfig, "--pods", str(size),
                                                "--memory-tuning=off", *extra))
             if result["cached"] != size:
@@ -535,8 +550,6 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
             growth = result["rss1"] - result["rss0"]
             rate = 0.0
             if burst:
-                rv = http.resource_version("/api/v1/pods")
-                patch_burst(http, names, size + len(rows) + 1)
                 if client == "client-go":
                     watched = run_child(spawn_go(binary, kubeconfig, "-mode=watch", f"-rv={rv}",
                                                  f"-events={burst}"))
@@ -544,10 +557,7 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
                     watched = run_child(spawn_child(
                         "ours", kubeconfig, "--pods", str(size), "--memory-tuning=off",
                         *extra, "--rv", rv, "--events", str(burst)))
-                if watched["distinct"] != burst:
-                    raise RuntimeError(f"{client} saw {watched['distinct']} distinct "
-                                       f"resourceVersions in {burst} updates")
-                rate = burst / watch_seconds(watched)
+                rate = burst / watch_seconds(checked_watch(client, watched))
             row = ScaleRow(size, client, result["synced"], result["rss1"], growth / size, rate,
                            result.get("list_selector", 0.0))
             rows.append(row)
