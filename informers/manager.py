@@ -52,6 +52,7 @@ __all__ = [
     "LeaderElectionConfig",
     "Manager",
     "Runnable",
+    "default_identity",
 ]
 
 logger = logging.getLogger(__name__)
@@ -85,8 +86,12 @@ Runnable = Callable[[threading.Event], Any]
 <informers.controller.controller.Controller.run>`."""
 
 
-def _default_identity() -> str:
-    """``<hostname>_<uuid>``, as controller-runtime's manager builds its lock identity."""
+def default_identity() -> str:
+    """A leader-election identity unique to this process: ``<hostname>_<uuid>``, as
+    controller-runtime builds its lock's (``pkg/leaderelection/leader_election.go``
+    ``NewResourceLock``: ``os.Hostname()`` + ``"_"`` + ``uuid.NewUUID()``). The default of
+    :attr:`LeaderElectionConfig.identity` for :class:`Manager` and
+    :class:`informers.aio.manager.AsyncManager`; a new one on every call."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
@@ -291,7 +296,7 @@ class Manager:
         if leader_election is not None:
             if api_client is None:
                 raise ValueError("leader election needs an api_client (or a factory)")
-            self._identity = leader_election.identity or _default_identity()
+            self._identity = leader_election.identity or default_identity()
             self.elector = self._new_elector(leader_election)
             if self.health_server is not None:
                 self.health_server.add_healthz_check(LEADER_ELECTION_CHECK,

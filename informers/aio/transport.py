@@ -33,10 +33,9 @@ import httpx
 
 from informers.client.connection import is_refused
 from informers.client.decoder import decode
-from informers.client.list_decoder import ListDecoder
-from informers.client.list_watch_client import _list_result
+from informers.client.list_decoder import ListDecoder, list_result
 from informers.client.status import retry_after, status_error
-from informers.client.transport import _dumps, prepared
+from informers.client.transport import encode_json, prepared
 from informers.client.watch_lines import WatchLineDecoder
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import ApiConnectionError, ResponseDecodeError, StatusError
@@ -221,7 +220,7 @@ class AsyncTransport:
                                 connect=self.connect_timeout)
         what = f"{method} {path}"
         request = self._request(method, path, [], None if body is None else content_type,
-                                None if body is None else _dumps(body), timeout)
+                                None if body is None else encode_json(body), timeout)
         try:
             response = await self._client.send(request)
         except httpx.TransportError as exc:
@@ -378,7 +377,7 @@ class AsyncListWatch:
             doc = decoder.finish()
         except ValueError as exc:
             raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
-        return _list_result(doc, what)
+        return list_result(doc, what)
 
     async def watch(self, options: ListOptions) -> AsyncWatchStream:
         """Open a watch; the stream must be closed (``aclose``) by the caller."""
