@@ -132,7 +132,7 @@ def test_sigterm_stops_a_manager_that_handles_signals(backend: str, tmp_path: Pa
 def _private_imports(path: Path) -> list[tuple[str, str]]:
     import ast
 
-    found = []
+    found: list[tuple[str, str]] = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("informers"):
             found += [(node.module or "", alias.name) for alias in node.names
@@ -140,7 +140,7 @@ def _private_imports(path: Path) -> list[tuple[str, str]]:
     return found
 
 
-def test_the_async_package_imports_no_private_name_of_another_module():
+def test_the_async_package_imports_no_private_name_of_another_module() -> None:
     """What the async code shares with the threaded code is public and documented there:
     the manager's identity default, the list answer's reading, the request body's encoding."""
     package = ROOT / "informers" / "aio"
