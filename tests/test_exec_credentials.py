@@ -12,7 +12,7 @@ fetched again before the request, without a 401) and ``transport``
 is read again). The async transport runs the plugin off the event loop. Where the official
 loader decides (an expiry is an expiry 5 minutes early:
 ``kube_config.EXPIRY_SKEW_PREVENTION_DELAY``, on the wall clock), the test gives a token a
-second of life beyond that skew and waits it out.
+second or so of life beyond that skew and waits it out.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def test_round_tripper(driver: str, server: ApiServer, plugin: Plugin, tmp_path:
         assert get() == 200  # the next request carries the rotated token
         assert plugin.runs() == ["token1", "token2"]
 
-        plugin.set_output("token3", expires_in=SKEW + 1.0)
+        plugin.set_output("token3", expires_in=SKEW + 1.5)
         server.token = "token3"
         assert get() == 401  # still cached: 401, and the rotation to a token with an expiry
         assert get() == 200
@@ -177,7 +177,7 @@ def test_round_tripper(driver: str, server: ApiServer, plugin: Plugin, tmp_path:
         # before the next request, without a 401
         plugin.set_output("token4", expires_in=3600)
         server.token = "token4"
-        time.sleep(1.2)
+        time.sleep(1.7)
         assert get() == 200
         assert plugin.runs() == ["token1", "token2", "token3", "token4"]
         assert get() == 200
