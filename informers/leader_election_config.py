@@ -45,7 +45,11 @@ fails: kube-controller-manager's ``leaderelection.NewLeaderHealthzAdaptor(time.S
 
 
 def default_identity() -> str:
-    """``<hostname>_<uuid>``, as controller-runtime's manager builds its lock identity."""
+    """A leader-election identity unique to this process: ``<hostname>_<uuid>``, as
+    controller-runtime builds its lock's (``pkg/leaderelection/leader_election.go``
+    ``NewResourceLock``: ``os.Hostname()`` + ``"_"`` + ``uuid.NewUUID()``). The default of
+    :attr:`LeaderElectionConfig.identity` for :class:`~informers.manager.Manager` and
+    :class:`informers.aio.manager.AsyncManager`; a new one on every call."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 

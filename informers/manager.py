@@ -32,10 +32,8 @@ from informers.leader_election_config import (
     LEADER_ELECTION_CHECK,
     LEADER_ELECTION_HEALTH_TOLERANCE,
     LeaderElectionConfig,
+    default_identity,
     new_elector,
-)
-from informers.leader_election_config import (  # informers.aio.manager imports it from here
-    default_identity as _default_identity,
 )
 from informers.leaderelection import LeaderElector
 from informers.leaderelection import MetricsProvider as LeaderElectionMetricsProvider
@@ -56,6 +54,7 @@ __all__ = [
     "LeaderElectionConfig",
     "Manager",
     "Runnable",
+    "default_identity",
 ]
 
 logger = logging.getLogger(__name__)
@@ -239,7 +238,7 @@ class Manager:
         if leader_election is not None:
             if api_client is None:
                 raise ValueError("leader election needs an api_client (or a factory)")
-            self._identity = leader_election.identity or _default_identity()
+            self._identity = leader_election.identity or default_identity()
             self.elector = self._new_elector(leader_election)
             if self.health_server is not None:
                 self.health_server.add_healthz_check(LEADER_ELECTION_CHECK,

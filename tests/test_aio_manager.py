@@ -127,3 +127,33 @@ def test_sigterm_stops_a_manager_that_handles_signals(backend: str, tmp_path: Pa
                 proc.wait()
         assert (proc.returncode, out.strip()) == (0, "stopped cleanly"), err
         assert api.wait_for_no_watches(timeout=5.0)
+
+
+def _private_imports(path: Path) -> list[tuple[str, str]]:
+    import ast
+
+    found: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("informers"):
+            found += [(node.module or "", alias.name) for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_the_async_package_imports_no_private_name_of_another_module() -> None:
+    """What the async code shares with the threaded code is public and documented there:
+    the manager's identity default, the list answer's reading, the request body's encoding."""
+    package = ROOT / "informers" / "aio"
+    found = {p.name: _private_imports(p) for p in sorted(package.glob("*.py"))}
+    assert {name: names for name, names in found.items() if names} == {}
+
+    from informers import manager as threaded_manager
+    from informers.aio import manager as async_manager
+    from informers.aio import transport as async_transport
+    from informers.client import list_watch_client, transport
+
+    assert async_manager.default_identity is threaded_manager.default_identity
+    assert async_transport.list_result is list_watch_client.list_result
+    assert async_transport.encode_json is transport.encode_json
+    host = threaded_manager.default_identity().rsplit("_", 1)
+    assert host[0] == __import__("socket").gethostname() and len(host[1]) == 36

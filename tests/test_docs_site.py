@@ -273,6 +273,16 @@ def test_the_tutorial_builds_example_04s_operator() -> None:
     assert "\n\n".join(blocks) == widget
 
 
+def test_the_async_tutorial_builds_example_09s_operator() -> None:
+    """docs/async.md's ``async_widget.py`` blocks, one after the other, are
+    examples/09-async-operator/async_widget.py (the same code, tested by both)."""
+    blocks = [e.code for e in examples(DOCS / "async.md")
+              if e.action == "append" and e.filename == "async_widget.py"]
+    widget = (ROOT / "examples" / "09-async-operator" / "async_widget.py").read_text()
+    assert len(blocks) == 3
+    assert "\n\n".join(blocks) == widget
+
+
 MARKED = [page for page in pages() if examples(page)]
 
 

@@ -1,11 +1,13 @@
-"""Runs the Widget operator of example 04 on the async API (``async_widget.py``), on asyncio
-or trio: every ``Widget`` (example.com/v1) owns a ConfigMap of the same name whose data follow
-the Widget's spec, on top of its namespace's defaults.
+"""Runs the Widget operator on the async API (``async_widget.py``), on asyncio or trio: every
+``Widget`` (example.com/v1) owns a ConfigMap of the same name whose data follow the Widget's
+spec, on top of its namespace's defaults. It is the operator of the threaded tutorial
+(``examples/04-custom-resource-controller/``) written with ``AsyncClient``,
+``AsyncControllerBuilder`` and ``AsyncManager``; ``docs/async.md`` ("Build an async operator")
+walks through it.
 
 Without ``--kubeconfig`` it runs on an embedded API server (example 04's ``crd.yaml`` installed
 there too) and plays example 04's demo: a Widget created, changed, its ConfigMap edited by
-hand, defaults set, the Widget deleted. ``docs/async.md`` ("An async operator") walks through
-it.
+hand, defaults set, the Widget deleted.
 
     python examples/09-async-operator/main.py                   # asyncio, embedded API server
     python examples/09-async-operator/main.py --backend trio
@@ -23,15 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from async_widget import DEFAULTS, WIDGETS, setup
 
-from informers.aio import AsyncSharedInformerFactory
+from informers.aio import AsyncClient, AsyncSharedInformerFactory
 from informers.aio.manager import AsyncManager
-from informers.client import Client
 from informers.errors import NotFound
 from informers.signals import SignalHandler
 from informers.testing import connect
@@ -41,69 +41,57 @@ from informers.yaml_loader import load_yaml
 CRD_FILE = Path(__file__).resolve().parent.parent / "04-custom-resource-controller" / "crd.yaml"
 
 
-async def demo(client: Client) -> None:
-    """Create, change and delete a Widget, tamper with its ConfigMap, set defaults (the
-    blocking Client's calls in a worker thread)."""
+async def demo(client: AsyncClient) -> None:
+    """Create, change and delete a Widget, tamper with its ConfigMap, set defaults; print the
+    ConfigMap after each step."""
 
-    def config_map() -> dict[str, Any] | None:
+    async def config_map() -> dict[str, Any] | None:
         try:
-            return client.get("configmaps", "blue", "default")
+            return await client.get("configmaps", "blue", "default")
         except NotFound:
             return None
 
     async def until(what: str, done: Callable[[dict[str, Any] | None], bool]) -> None:
         async def check() -> bool:
-            return done(await anyio.to_thread.run_sync(config_map))
+            return done(await config_map())
 
         await eventually(check, timeout=10, message=what)
-        cm = await anyio.to_thread.run_sync(config_map)
+        cm = await config_map()
         print(f"{what}: ConfigMap default/blue {'is gone' if cm is None else cm['data']}")
 
     def data_is(**want: str) -> Callable[[dict[str, Any] | None], bool]:
         return lambda cm: cm is not None and cm.get("data") == want
 
-    async def call(fn: Callable[..., Any], *args: Any) -> None:
-        await anyio.to_thread.run_sync(fn, *args)
-
-    await call(client.create, {"apiVersion": WIDGETS.api_version, "kind": WIDGETS.kind,
-                               "metadata": {"name": "blue", "namespace": "default"},
-                               "spec": {"color": "blue", "size": 3}})
+    await client.create({"apiVersion": WIDGETS.api_version, "kind": WIDGETS.kind,
+                         "metadata": {"name": "blue", "namespace": "default"},
+                         "spec": {"color": "blue", "size": 3}})
     await until("widget created", data_is(color="blue", size="3"))
-    await call(client.patch, WIDGETS, "blue", {"spec": {"size": 5}}, "default")
+    await client.patch(WIDGETS, "blue", {"spec": {"size": 5}}, "default")
     await until("widget spec changed", data_is(color="blue", size="5"))
-    await call(client.patch, "configmaps", "blue", {"data": {"color": "red"}}, "default")
+    await client.patch("configmaps", "blue", {"data": {"color": "red"}}, "default")
     await until("ConfigMap edited by hand", data_is(color="blue", size="5"))
-    await call(client.create, {"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": DEFAULTS, "namespace": "default"},
-                               "data": {"shape": "round"}})
+    await client.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": DEFAULTS, "namespace": "default"},
+                        "data": {"shape": "round"}})
     await until("defaults set", data_is(color="blue", shape="round", size="5"))
-    await call(client.delete, WIDGETS, "blue", "default")
+    await client.delete(WIDGETS, "blue", "default")
     await until("widget deleted", lambda cm: cm is None)
 
 
-async def operate(args: argparse.Namespace, api_client: Any, demo_client: Client | None,
+async def operate(args: argparse.Namespace, api_client: Any, embedded: bool,
                   stop: threading.Event) -> None:
-    client = Client(api_client, field_manager="widget-controller")
-    factory = AsyncSharedInformerFactory(api_client)
-    manager = AsyncManager(factory)
-    manager.add(setup(factory, client, args.workers))
-    async with run_async_manager(manager):  # started, caches synced; stopped on exit
-        if demo_client is not None:
-            await demo(demo_client)
-        with anyio.move_on_after(args.duration if args.duration is not None else float("inf")):
-            while not stop.is_set():  # set by a signal, or by whoever called main()
-                await anyio.sleep(0.05)
-
-
-def run(args: argparse.Namespace, stop: threading.Event) -> int:
-    # The cluster of the kubeconfig (with crd.yaml applied), or else a new embedded API server.
-    with connect(args.kubeconfig) as (api_client, server):
-        client = Client(api_client, field_manager="widget-demo")
-        if server is not None:  # the embedded server serves CRDs as kube-apiserver does
-            client.create(load_yaml(CRD_FILE.read_text()))
-        anyio.run(operate, args, api_client, client if server is not None else None, stop,
-                  backend=args.backend)
-    return 0
+    async with AsyncClient(api_client, field_manager="widget-controller") as client:
+        if embedded:  # the embedded server serves CRDs as kube-apiserver does
+            await client.create(load_yaml(CRD_FILE.read_text()))
+        manager = AsyncManager(AsyncSharedInformerFactory(api_client))
+        setup(manager, client, args.workers)
+        async with run_async_manager(manager):  # started, caches synced; stopped on exit
+            if embedded:
+                await demo(AsyncClient(transport=client.transport, field_manager="widget-demo"))
+            with anyio.move_on_after(args.duration if args.duration is not None
+                                     else float("inf")):
+                while not stop.is_set():  # set by a signal, or by whoever called main()
+                    await anyio.sleep(0.05)
 
 
 def main(argv: list[str] | None = None, stop: threading.Event | None = None) -> int:
@@ -120,7 +108,11 @@ def main(argv: list[str] | None = None, stop: threading.Event | None = None) -> 
     if threading.current_thread() is threading.main_thread():
         signals.install()
     try:
-        return run(args, signals.stop_event)
+        # The cluster of the kubeconfig (with crd.yaml applied), or else a new embedded server.
+        with connect(args.kubeconfig) as (api_client, server):
+            anyio.run(operate, args, api_client, server is not None, signals.stop_event,
+                      backend=args.backend)
+        return 0
     finally:
         signals.uninstall()
 

@@ -35,11 +35,11 @@ from informers.aio.leaderelection import AsyncLeaderElector, AsyncLeaseLock
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import AlreadyStartedError, LeaderElectionLostError
 from informers.health_server import HealthServer
-from informers.manager import (
+from informers.leader_election_config import (
     LEADER_ELECTION_CHECK,
     LEADER_ELECTION_HEALTH_TOLERANCE,
     LeaderElectionConfig,
-    _default_identity,
+    default_identity,
 )
 
 __all__ = ["AsyncManager"]
@@ -69,7 +69,7 @@ class AsyncManager:
         self.health = HealthServer(health_address) if health_address is not None else None
         self.handle_signals = handle_signals
         self.leader_election = leader_election
-        self.identity = (leader_election.identity or _default_identity()
+        self.identity = (leader_election.identity or default_identity()
                          if leader_election is not None else None)
         self.clock = clock
         self.elector_sleep = elector_sleep

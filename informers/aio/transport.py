@@ -33,15 +33,19 @@ import httpx
 
 from informers.client.connection import is_refused
 from informers.client.decoder import decode
-from informers.client.list_decoder import ListDecoder
+from informers.client.list_decoder import ListDecoder, list_result
 from informers.client.list_watch_client import (
-    _list_result,
     discovery_failed,
     discovery_path,
     kind_in_discovery,
 )
 from informers.client.status import retry_after, status_error
-from informers.client.transport import _dumps, prepared
+from informers.client.transport import (
+    encode_json,
+    prepared,
+    prepared_if_fresh,
+    refresh_credentials,
+)
 from informers.client.watch_lines import WatchLineDecoder
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import ApiConnectionError, ResponseDecodeError, StatusError
@@ -180,17 +184,31 @@ class AsyncTransport:
     def is_closed(self) -> bool:
         return self._client.is_closed
 
-    def _request(self, method: str, path: str, query: list[tuple[str, str]],
-                 content_type: str | None, content: bytes | None,
-                 timeout: httpx.Timeout) -> httpx.Request:
-        target = prepared(self.api_client, content_type, self.clock)
+    async def _request(self, method: str, path: str, query: list[tuple[str, str]],
+                       content_type: str | None, content: bytes | None,
+                       timeout: httpx.Timeout) -> tuple[httpx.Request, dict[str, str]]:
+        """The request and the headers it carries. Host and headers are asked of the
+        configuration in a worker thread when they are due (its refresh hook may run an exec
+        plugin: the event loop goes on meanwhile)."""
+        target = prepared_if_fresh(self.api_client, content_type, self.clock)
+        if target is None:
+            target = await anyio.to_thread.run_sync(prepared, self.api_client, content_type,
+                                                    self.clock)
         url = target.host + path
         if query:
             url += "?" + urlencode(query)
         extensions = {"sni_hostname": self._sni} if self._sni else None
-        return self._client.build_request(method, url, headers=target.headers,
-                                          content=content, timeout=timeout,
-                                          extensions=extensions)
+        request = self._client.build_request(method, url, headers=target.headers,
+                                             content=content, timeout=timeout,
+                                             extensions=extensions)
+        return request, target.headers
+
+    async def _unauthorized(self, sent: dict[str, str]) -> None:
+        """A 401: the credential is fetched again before the next request (client-go's exec
+        and token-file round trippers; :func:`informers.client.transport.
+        refresh_credentials`), in a worker thread (it may run the exec plugin)."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(refresh_credentials, self.api_client, sent)
 
     async def open(self, path: str, query: list[tuple[str, str]], read_timeout: float | None,
                    what: str) -> httpx.Response:
@@ -202,7 +220,7 @@ class AsyncTransport:
             ApiConnectionError: no answer.
         """
         timeout = httpx.Timeout(self.connect_timeout, read=read_timeout, pool=None)
-        request = self._request("GET", path, query, None, None, timeout)
+        request, sent = await self._request("GET", path, query, None, None, timeout)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.TransportError as exc:
@@ -215,6 +233,8 @@ class AsyncTransport:
             body = b""
         finally:
             await response.aclose()
+        if response.status_code == 401:
+            await self._unauthorized(sent)
         raise status_error(response.status_code, body, retry_after(response.headers))
 
     async def request(self, method: str, path: str, body: Any = None, *,
@@ -226,14 +246,17 @@ class AsyncTransport:
         timeout = httpx.Timeout(request_timeout if request_timeout else None,
                                 connect=self.connect_timeout)
         what = f"{method} {path}"
-        request = self._request(method, path, [], None if body is None else content_type,
-                                None if body is None else _dumps(body), timeout)
+        request, sent = await self._request(
+            method, path, [], None if body is None else content_type,
+            None if body is None else encode_json(body), timeout)
         try:
             response = await self._client.send(request)
         except httpx.TransportError as exc:
             raise _connection_error(exc, what) from exc
         data = response.content
         if not 200 <= response.status_code <= 299:
+            if response.status_code == 401:
+                await self._unauthorized(sent)
             raise status_error(response.status_code, data, retry_after(response.headers))
         if not data:
             return {}
@@ -384,7 +407,7 @@ class AsyncListWatch:
             doc = decoder.finish()
         except ValueError as exc:
             raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
-        return _list_result(doc, what)
+        return list_result(doc, what)
 
     async def watch(self, options: ListOptions) -> AsyncWatchStream:
         """Open a watch; the stream must be closed (``aclose``) by the caller."""

@@ -29,7 +29,8 @@ when the whole body is.
 Each item's large dicts are rebuilt right after it is decoded (:func:`compacted`): the items
 of a list are what an informer keeps, and orjson leaves their large dicts in oversized tables.
 
-Thread safety: none; one reader feeds one decoder.
+Thread safety: none; one reader feeds one decoder. :func:`list_result` reads the decoded
+document into a :class:`~informers.list_watch.ListResult`, for the threaded and the async list.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ from collections.abc import Callable
 from typing import Any
 
 from informers.client.decoder import decode
+from informers.errors import ResponseDecodeError, StatusError
+from informers.list_watch import ListResult
 
 __all__ = ["COMPACT_DEPTH", "COMPACT_MIN_KEYS", "MAX_MISSES", "MAX_PREFIX", "ListDecoder",
-           "compacted"]
+           "compacted", "list_result"]
 
 _ITEMS = b'"items":['
 
@@ -231,3 +234,48 @@ class ListDecoder:
         self._buf = bytearray()
         self._items = []
         return doc
+
+
+def list_result(doc: Any, what: str) -> ListResult:
+    """The :class:`~informers.list_watch.ListResult` of a decoded list response ``doc`` (what
+    :meth:`ListDecoder.finish` or :func:`~informers.client.decoder.decode` returned): its
+    items, ``metadata.resourceVersion``, ``continue``, ``remainingItemCount`` and
+    ``shardInfo``. The one reading of a list answer for the threaded
+    (:class:`~informers.client.list_watch_client.ClientListWatch`) and the async
+    (:class:`informers.aio.transport.AsyncListWatch`) list; ``what`` names the request in
+    errors. Pure.
+
+    Raises:
+        StatusError: ``doc`` is a Status other than Success (client-go ``rest.Result.Into``:
+            a 200 whose body is such a Status "is considered an error").
+        ResponseDecodeError: ``doc`` is not an object, is a Table, or its ``items`` is not
+            a list.
+    """
+    if not isinstance(doc, dict):
+        raise ResponseDecodeError(f"{what}: list response is not a JSON object")
+    if doc.get("kind") == "Status" and doc.get("status") != "Success":
+        # client-go rest.Result.Into: a 200 whose body decodes as a Status "besides
+        # StatusSuccess is considered an error" (errors.FromObject: the Status as it is). A
+        # broken proxy answers so; taken as a list it would be an empty one.
+        raise StatusError(doc)
+    if doc.get("kind") == "Table":
+        raise ResponseDecodeError(
+            f"{what}: unsupported list gvk {doc.get('apiVersion')}, Kind=Table"
+        )
+    items = doc.get("items")
+    if items is None:
+        items = []
+    elif not isinstance(items, list):
+        raise ResponseDecodeError(f"{what}: list response 'items' is not a list")
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    remaining = meta.get("remainingItemCount")
+    shard_info = meta.get("shardInfo")
+    return ListResult(
+        items=items,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        continue_=meta.get("continue") or None,
+        remaining_item_count=remaining if isinstance(remaining, int) else None,
+        shard_info=shard_info if isinstance(shard_info, dict) else None,
+    )

@@ -25,10 +25,10 @@ import logging
 from typing import Any
 
 from informers.client.decoder import decode
-from informers.client.list_decoder import ListDecoder
+from informers.client.list_decoder import ListDecoder, list_result
 from informers.client.transport import Transport, cancelled
 from informers.client.watch_stream import HttpWatchStream
-from informers.errors import ResponseDecodeError, StatusError
+from informers.errors import ResponseDecodeError
 from informers.list_watch import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_LIST_READ_TIMEOUT,
@@ -55,36 +55,6 @@ logger = logging.getLogger(__name__)
 LIST_READ_SIZE = 1 << 18
 """Bytes read from a list response at a time (256 KiB), each decoded as far as it completes
 items (:class:`~informers.client.list_decoder.ListDecoder`) while the server sends the next ones."""
-
-def _list_result(doc: Any, what: str) -> ListResult:
-    if not isinstance(doc, dict):
-        raise ResponseDecodeError(f"{what}: list response is not a JSON object")
-    if doc.get("kind") == "Status" and doc.get("status") != "Success":
-        # client-go rest.Result.Into: a 200 whose body decodes as a Status "besides
-        # StatusSuccess is considered an error" (errors.FromObject: the Status as it is). A
-        # broken proxy answers so; taken as a list it would be an empty one.
-        raise StatusError(doc)
-    if doc.get("kind") == "Table":
-        raise ResponseDecodeError(
-            f"{what}: unsupported list gvk {doc.get('apiVersion')}, Kind=Table"
-        )
-    items = doc.get("items")
-    if items is None:
-        items = []
-    elif not isinstance(items, list):
-        raise ResponseDecodeError(f"{what}: list response 'items' is not a list")
-    meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        meta = {}
-    remaining = meta.get("remainingItemCount")
-    shard_info = meta.get("shardInfo")
-    return ListResult(
-        items=items,
-        resource_version=str(meta.get("resourceVersion") or ""),
-        continue_=meta.get("continue") or None,
-        remaining_item_count=remaining if isinstance(remaining, int) else None,
-        shard_info=shard_info if isinstance(shard_info, dict) else None,
-    )
 
 
 def discovery_path(group: str, version: str) -> str:
@@ -213,7 +183,7 @@ class ClientListWatch(ListWatch):
             doc = decoder.finish()
         except ValueError as exc:
             raise ResponseDecodeError(f"{what}: list response is not JSON: {exc}") from None
-        return _list_result(doc, what)
+        return list_result(doc, what)
 
     def watch(self, options: ListOptions) -> HttpWatchStream:
         opts = self._options(options)

@@ -37,6 +37,7 @@ from urllib.parse import urlencode
 import urllib3
 
 from informers.client.connection import connection_error, shutdown_socket
+from informers.client.credentials import authorization_of, refresh_loader
 from informers.client.decoder import decode
 from informers.client.status import retry_after, status_error
 from informers.clock import REAL_CLOCK, Clock
@@ -48,7 +49,11 @@ __all__ = [
     "Call",
     "Prepared",
     "Transport",
+    "encode_json",
+    "forget_prepared",
     "prepared",
+    "prepared_if_fresh",
+    "refresh_credentials",
     "request_target",
 ]
 
@@ -65,14 +70,18 @@ its period."""
 _CANCELLABLE = int(urllib3.__version__.split(".", 1)[0]) >= 2  # urllib3 2.x: _make_request
 _AUTH_SETTINGS = ["BearerToken"]  # the official client's name for token/API-key auth
 
-_dumps: Callable[[Any], bytes]
+encode_json: Callable[[Any], bytes]
+"""The JSON body of a request, compact UTF-8 bytes: ``orjson.dumps`` when the ``fast`` extra is
+installed, else the standard library's ``json.dumps`` without spaces (the official client sends
+``json.dumps(body)``; the API server reads either). The one encoding of request bodies for the
+threaded :class:`Transport` and :class:`informers.aio.transport.AsyncTransport`. Pure."""
 try:  # pragma: no cover - which branch runs depends on the environment
     import orjson
 
-    _dumps = orjson.dumps
+    encode_json = orjson.dumps
 except ImportError:  # pragma: no cover
 
-    def _dumps(value: Any) -> bytes:
+    def encode_json(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -140,6 +149,50 @@ def prepared(api_client: Any, content_type: str | None, clock: Clock = REAL_CLOC
     return entry
 
 
+def prepared_if_fresh(api_client: Any, content_type: str | None,
+                      clock: Clock = REAL_CLOCK) -> Prepared | None:
+    """The client's :class:`Prepared` for ``content_type`` while it is less than
+    :data:`HEADERS_REUSE_SECONDS` old, else ``None``: for a caller that must not run the
+    configuration's refresh hook (which may run an exec plugin) in its own thread, and calls
+    :func:`prepared` elsewhere then (the async transport, from a worker thread)."""
+    try:
+        entry = (_prepared.get(api_client) or {}).get(content_type)
+    except TypeError:  # not weakly referenceable
+        return None
+    return entry if entry is not None and clock.now() < entry.valid_until else None
+
+
+def forget_prepared(api_client: Any, authorization: str | None) -> bool:
+    """Drop the client's :class:`Prepared` entries, so that the next request asks for host and
+    headers again, when they still carry ``authorization`` (the ``Authorization`` header of a
+    request the server answered 401); answer whether they did (``True`` also when none are
+    kept). Entries prepared since with other credentials are kept: those were already
+    rotated. Thread-safe."""
+    try:
+        per_client = _prepared.get(api_client)
+    except TypeError:  # not weakly referenceable: nothing is kept
+        return True
+    if not per_client:
+        return True
+    if not any(authorization_of(e.headers) == authorization for e in list(per_client.values())):
+        return False
+    per_client.clear()
+    return True
+
+
+def refresh_credentials(api_client: Any, sent: dict[str, str]) -> bool:
+    """A request through ``api_client`` with the headers ``sent`` was answered 401 (client-go:
+    an exec plugin's ``roundTripper``, ``bearerAuthRoundTripper``): unless the client's
+    credentials changed since ``sent`` was prepared ("already rotated"), make the next request
+    ask for its headers again (:func:`forget_prepared`) and have the configuration's loader
+    fetch a new credential (:func:`informers.client.credentials.refresh_loader`: the exec
+    plugin run, the token file read). The request itself is not sent again. Answers whether
+    the loader fetched; never raises. Runs the plugin in the calling thread."""
+    if not forget_prepared(api_client, authorization_of(sent)):
+        return False
+    return refresh_loader(getattr(api_client, "configuration", None))
+
+
 class Transport:
     """Requests through one ``ApiClient``. Thread-safe (the pool is).
 
@@ -193,6 +246,8 @@ class Transport:
             body = b""
         finally:
             call.release(reuse=read)
+        if resp.status == 401:
+            refresh_credentials(self.api_client, target.headers)
         raise status_error(resp.status, body, retry_after(resp.headers))
 
     def _send(self, url: str, headers: dict[str, str], timeout: Any,
@@ -225,7 +280,7 @@ class Transport:
         """
         target = prepared(self.api_client, None if body is None else content_type, self.clock)
         timeout = urllib3.Timeout(total=request_timeout) if request_timeout else None
-        options: dict[str, Any] = {"body": None if body is None else _dumps(body),
+        options: dict[str, Any] = {"body": None if body is None else encode_json(body),
                                    "headers": dict(target.headers), "timeout": timeout,
                                    "preload_content": False}
         what = f"{method} {path}"
@@ -241,6 +296,8 @@ class Transport:
         except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException) as exc:
             raise connection_error(_reason(exc), what) from exc
         if not 200 <= response.status <= 299:
+            if response.status == 401:
+                refresh_credentials(self.api_client, target.headers)
             raise status_error(response.status, data, retry_after(response.headers))
         if not data:
             return {}
