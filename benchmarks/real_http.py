@@ -64,6 +64,8 @@ class Http:
                 seen += chunk.count(b"\n")
             return time.perf_counter() - start
         finally:
+            # the watch is still open: its connection cannot serve another request
+            response.close()
             response.release_conn()
 
     def resource_version(self, path: str) -> str:
