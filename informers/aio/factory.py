@@ -26,6 +26,7 @@ from informers.errors import AlreadyStartedError, CacheSyncTimeoutError
 from informers.keys import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
 from informers.list_watch import DEFAULT_CONNECT_TIMEOUT, TweakFunc
 from informers.listers import Lister
+from informers.memory import MemoryTuning
 from informers.reflector_options import ReflectorOptions
 from informers.resources import Resource, lookup
 
@@ -47,6 +48,16 @@ class AsyncSharedInformerFactory:
         resync_period: every informer's resync period (``0``: none).
         drain_timeout: each informer's, see :data:`~informers.aio.informer.DEFAULT_DRAIN_TIMEOUT`.
         connect_timeout: seconds to establish a connection.
+        detect_mutations: the informers' mutation detector (``None``: the
+            ``KUBE_CACHE_MUTATION_DETECTOR`` environment variable decides).
+        memory_tuning: opt-in, process-wide GC and C-heap tuning for every informer
+            (:class:`~informers.memory.MemoryTuning`); ``None`` (default) touches neither.
+        compact: every informer keeps a compact cache (objects held as JSON bytes, decoded
+            on each read; see :class:`~informers.shared_informer.SharedIndexInformer`).
+
+    Each informer is named by its resource (``"pods"``, ``"deployments.apps"``), as the
+    threaded factory's are, so its queue publishes the metrics of
+    :mod:`informers.fifo_metrics`.
 
     Create it and use it from one event loop (its informers make anyio objects).
     """
@@ -63,6 +74,9 @@ class AsyncSharedInformerFactory:
         resync_period: float = 0.0,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        detect_mutations: bool | None = None,
+        memory_tuning: MemoryTuning | None = None,
+        compact: bool = False,
     ) -> None:
         self.api_client = api_client
         self.namespace = namespace or None
@@ -73,6 +87,9 @@ class AsyncSharedInformerFactory:
         self.resync_period = resync_period
         self.drain_timeout = drain_timeout
         self.connect_timeout = connect_timeout
+        self.detect_mutations = detect_mutations
+        self.memory_tuning = memory_tuning
+        self.compact = compact
         self.transport: AsyncTransport | None = None
         self._informers: dict[Resource, AsyncSharedIndexInformer] = {}
         self._task_group: Any = None
@@ -135,7 +152,9 @@ class AsyncSharedInformerFactory:
         all_indexers = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
         informer = AsyncSharedIndexInformer(
             list_watch, all_indexers, options=self.options, resync_period=self.resync_period,
-            drain_timeout=self.drain_timeout)
+            drain_timeout=self.drain_timeout, name=res.group_resource,
+            detect_mutations=self.detect_mutations, memory_tuning=self.memory_tuning,
+            compact=self.compact)
         self._informers[res] = informer
         if self._task_group is not None:
             self._start(informer)
