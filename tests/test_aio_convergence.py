@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from aio_drivers import AsyncDriver
+from runtime_drivers import AsyncDriver
 from test_informer_convergence import SEED_ENV, SMALL, _seed, run_convergence
 
 ASYNC_SEEDS = 3

@@ -2,7 +2,7 @@
 
 The first part is behaviour written once and run on three drivers: the threaded informer, and
 the async one on asyncio and on trio (``driver`` fixture; the async driver runs the event loop
-in a thread, tests/aio_drivers.py): list + watch into the cache and the handlers, a 410 relist,
+in a thread, tests/runtime_drivers.py): list + watch into the cache and the handlers, a 410 relist,
 a hung watch replaced after the read timeout without a relist, a malformed line, 500 and 429
 backoff. The second part is async-only API, on both anyio backends: typed subscription events
 (with DeletedFinalStateUnknown), the overflow policy, wait_for_cache_sync's error and leaks
@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from aio_drivers import AsyncDriver
+from runtime_drivers import AsyncDriver
 from test_informer_convergence import Recorder, ThreadedDriver
 
 from informers.aio import (
