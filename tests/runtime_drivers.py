@@ -79,6 +79,13 @@ class _Loop:
         self._stack = ExitStack()
         self.portal: Any = self._stack.enter_context(start_blocking_portal(backend))
 
+    def stop_informer(self, informer: AsyncSharedIndexInformer, run: Any) -> None:
+        """Stop ``informer`` (its handlers deliver what they have) and wait for ``run``, its
+        ``run()`` started with ``portal.start_task_soon`` (``None``: never started)."""
+        if run is not None:
+            self.portal.call(informer.stop)
+            run.result(WAIT)
+
     def close_loop(self) -> None:
         self._stack.close()
 
@@ -175,9 +182,7 @@ class AsyncServerInformer(_Loop):
             return
         self.stopped = True
         try:
-            if self._run is not None:
-                self.portal.call(self.async_informer.stop)
-                self._run.result(WAIT)
+            self.stop_informer(self.async_informer, self._run)
             self.portal.call(self.transport.aclose)
         finally:
             self.close_loop()
@@ -342,9 +347,7 @@ class AsyncDrivenInformer(_Loop):
             return
         self._closed = True
         try:
-            if self._run is not None:
-                self.portal.call(self.async_informer.stop)
-                self._run.result(WAIT)
+            self.stop_informer(self.async_informer, self._run)
         finally:
             self.close_loop()
 

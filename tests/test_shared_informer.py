@@ -161,39 +161,14 @@ class Running:
         assert not self.thread.is_alive()
 
 
-@pytest.fixture(params=[False, True], ids=["plain", "compact"])
-def make(request):
-    """Makes informers; every test using it runs on a plain and on a compact cache (the
-    compact one needs the RealFIFO: a DeltaFIFO informer stays plain)."""
-    running: list[Running] = []
-
-    def factory(*handlers_and_periods, start=True, **kw) -> tuple[DrivenInformer, Running | None]:
-        kw.setdefault("name", "pods")
-        if str(kw.get("queue", InformerQueue.REAL_FIFO)) == str(InformerQueue.REAL_FIFO):
-            kw.setdefault("compact", request.param)
-        inf = DrivenInformer(_unused_list_watch(), **kw)
-        if not start:
-            return inf, None
-        r = Running(inf)
-        running.append(r)
-        return inf, r
-
-    yield factory
-    for r in running:
-        r.stop()
-
-
-@pytest.fixture(params=[(d, c) for d in DRIVERS for c in (False, True)],
-                ids=[f"{d}-{'compact' if c else 'plain'}" for d in DRIVERS for c in (False, True)])
-def any_make(request):
-    """``make`` on every driver: the threaded informer, and the async one on asyncio and on
-    trio (tests/runtime_drivers.py's AsyncDrivenInformer, the same surface), each with a plain
-    and a compact cache. Start an unstarted one with :func:`run_informer`."""
-    runtime, compact = request.param
-    running: list = []
+def _maker(runtime: str, compact: bool, running: list):
+    """``factory(start=True, **kw) -> (informer, running or None)`` on ``runtime``; what it
+    starts is appended to ``running`` (the compact cache needs the RealFIFO: a DeltaFIFO
+    informer stays plain)."""
 
     def factory(start=True, **kw):
-        kw.setdefault("compact", compact)
+        if str(kw.get("queue", InformerQueue.REAL_FIFO)) == str(InformerQueue.REAL_FIFO):
+            kw.setdefault("compact", compact)
         if runtime == "threads":
             kw.setdefault("name", "pods")
             inf = DrivenInformer(_unused_list_watch(), **kw)
@@ -206,7 +181,26 @@ def any_make(request):
         running.append(r)
         return inf, r
 
-    yield factory
+    return factory
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "compact"])
+def make(request):
+    """Makes threaded informers; every test using it runs on a plain and on a compact cache."""
+    running: list = []
+    yield _maker("threads", request.param, running)
+    for r in running:
+        r.stop()
+
+
+@pytest.fixture(params=[(d, c) for d in DRIVERS for c in (False, True)],
+                ids=[f"{d}-{'compact' if c else 'plain'}" for d in DRIVERS for c in (False, True)])
+def any_make(request):
+    """``make`` on every driver: the threaded informer, and the async one on asyncio and on
+    trio (tests/runtime_drivers.py's AsyncDrivenInformer, the same surface), each with a plain
+    and a compact cache. Start an unstarted one with :func:`run_informer`."""
+    running: list = []
+    yield _maker(*request.param, running)
     for r in running:
         r.stop()
 
