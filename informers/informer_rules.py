@@ -9,6 +9,7 @@ client-go ``tools/cache/shared_informer.go``; used by the threaded
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from informers.delta_fifo import TransformFunc
@@ -23,6 +24,7 @@ __all__ = [
     "fifo_identifier",
     "fifo_transform",
     "handler_resync_periods",
+    "resync_period_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -97,3 +99,13 @@ def fifo_identifier(name: str | None, resource: Any) -> InformerNameAndResource 
     if resource is None:
         return InformerNameAndResource(name)
     return InformerNameAndResource(name, resource.group, resource.version, resource.plural)
+
+
+def resync_period_for(resource: Any, default: float, custom: Mapping[Any, float]) -> float:
+    """A factory's resync period for ``resource``: ``custom``'s entry for it (keyed by the
+    :class:`~informers.resources.Resource`, ``"deployments.apps"`` or ``"pods"``), else
+    ``default`` (client-go ``WithCustomResyncConfig``)."""
+    for key in (resource, resource.group_resource, resource.plural):
+        if key in custom:
+            return float(custom[key])
+    return float(default)

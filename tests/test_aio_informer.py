@@ -583,3 +583,39 @@ async def test_memory_tuning_freezes_the_initial_cache_once_it_synced(api, gc_st
         factory.informer_for("pods")  # without memory_tuning the collector is left alone
         await factory.wait_for_cache_sync(timeout=WAIT)
         assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.mark.anyio
+async def test_the_factory_takes_the_threaded_ones_custom_resync_transform_and_clock(api):
+    from informers.clock import FakeClock
+
+    api.create(pod("a"), "pods", "default")
+    clock = FakeClock()
+    async with AsyncSharedInformerFactory(api.api_client(), options=options(), clock=clock,
+                                          resync_period=60.0,
+                                          custom_resync={"pods": 30.0}) as factory:
+        pods, config_maps = factory.informer_for("pods"), factory.informer_for("configmaps")
+        assert (pods.resync_check_period, config_maps.resync_check_period) == (30.0, 60.0)
+        sub = pods.subscribe()
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        assert isinstance(await _next(sub), Added)
+        with anyio.fail_after(WAIT):  # the reflectors' resync timers wait on the fake clock
+            while not clock.has_waiters():
+                await anyio.sleep(0.01)
+        clock.step(30.0)
+        resynced = await _next(sub)
+        assert isinstance(resynced, Updated) and resynced.old is resynced.new
+        assert "managedFields" not in resynced.new["metadata"]  # the default transform
+
+    def tag(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("annotations", {})["transformed"] = "once"
+        return obj
+
+    async with AsyncSharedInformerFactory(api.api_client(), options=options(),
+                                          transform=tag) as factory:
+        informer = factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        cached = factory.lister("pods").by_namespace("default").get("a")
+        assert cached["metadata"]["annotations"] == {"transformed": "once"}
+        # another transform sees the objects as sent: managedFields are decoded for it
+        assert informer.list_watch.drop_managed_fields is False
