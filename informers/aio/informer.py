@@ -136,6 +136,9 @@ class _FifoStore:
         self._wake()
 
 
+_LAZY = (Encoded, DeletedFinalStateUnknown)  # what a compact cache's notifications may hold
+
+
 def _never_synced() -> bool:
     return False
 
@@ -186,9 +189,6 @@ class _SubscriptionListener(ProcessorListener):
 
     def join(self) -> None:
         pass
-
-
-_LAZY = (Encoded, DeletedFinalStateUnknown)  # what a compact cache's notifications may hold
 
 
 class AsyncSharedIndexInformer:
