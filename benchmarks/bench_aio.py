@@ -4,8 +4,8 @@ Run ``python -m benchmarks.bench_aio`` (10,000 pods and 10,000 events) or add ``
 (2,000 pods and 5,000 events). As in :mod:`benchmarks.bench_informer`: the embedded API server
 runs in its own process seeded with realistic pods (:mod:`benchmarks.server_process`), and every
 informer in a fresh child process. Neither informer uses :class:`informers.MemoryTuning` here
-(the async factory has no memory tuning), so the threaded figures are bench_informer's
-"tuning off" ones.
+(both take it; it is opt-in), so the threaded figures are bench_informer's "tuning off"
+ones.
 
 Figures (``--repeat`` children per driver, best taken), each async driver beside the threaded
 one measured in the same run:

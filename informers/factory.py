@@ -24,6 +24,7 @@ from typing import Any, Generic
 from informers.client import list_watch_for_resource, list_watch_from_client
 from informers.clock import REAL_CLOCK, Clock
 from informers.delta_fifo import TransformFunc
+from informers.informer_rules import resync_period_for
 from informers.keys import NAMESPACE_INDEX, meta_namespace_index_func
 from informers.list_watch import ListOptions, ListWatch
 from informers.listers import Lister
@@ -359,17 +360,11 @@ class SharedInformerFactory:
 
     # -- informers -----------------------------------------------------------------------------
 
-    def _resync_for(self, resource: Resource) -> float:
-        for key in (resource, resource.group_resource, resource.plural):
-            if key in self._custom_resync:
-                return float(self._custom_resync[key])
-        return float(self.resync_period)
-
     def _new_informer(self, resource: Resource, list_watch: ListWatch
                       ) -> SharedIndexInformer[Any]:
         return SharedIndexInformer(
             list_watch,
-            self._resync_for(resource),
+            resync_period_for(resource, self.resync_period, self._custom_resync),
             {NAMESPACE_INDEX: meta_namespace_index_func},
             clock=self._clock,
             transform=self._transform,

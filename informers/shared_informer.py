@@ -21,21 +21,22 @@ from typing import Any, Generic
 from informers.clock import REAL_CLOCK, Clock
 from informers.delta_fifo import DeltaFIFO, TransformFunc
 from informers.errors import InformerStartedError, InformerStoppedError
-from informers.fifo_metrics import InformerNameAndResource
 from informers.handlers import ResourceEventHandler
 from informers.indexer import Indexer
 from informers.informer_queue import DeltaFIFOConsumer, InformerQueue, RealFIFOConsumer
-from informers.keys import Indexers, deletion_handling_meta_namespace_key_func
+from informers.informer_rules import (
+    MINIMUM_RESYNC_PERIOD,
+    cache_index_funcs,
+    cache_key_func,
+    fifo_identifier,
+    fifo_transform,
+    handler_resync_periods,
+)
+from informers.keys import Indexers
 from informers.list_watch import ListWatch
 from informers.memory import InitialSyncGC, MemoryTuning
 from informers.mutation_detector import CacheMutationDetector, mutation_detection_enabled
-from informers.object_codec import (
-    JSON_CODEC,
-    Encoded,
-    compact_index_func,
-    compact_key_func,
-    item_encoder,
-)
+from informers.object_codec import JSON_CODEC, item_encoder
 from informers.object_type import ObjectT
 from informers.processor_listener import (
     ADD,
@@ -57,9 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-MINIMUM_RESYNC_PERIOD = 1.0
-"""Seconds; smaller handler periods are raised to it (client-go ``minimumResyncPeriod``)."""
 
 def strip_managed_fields(obj: Any) -> Any:
     """The default transform: drop ``metadata.managedFields`` in place and return ``obj``.
@@ -230,15 +228,12 @@ class SharedIndexInformer(Generic[ObjectT]):
         resource = getattr(list_watch, "resource", None)
         self._resource = resource
         self.name = name or (resource.group_resource if resource is not None else "informer")
-        self._identifier = None if not name else InformerNameAndResource(
-            name, *((resource.group, resource.version, resource.plural)
-                    if resource is not None else ()))
+        self._identifier = fifo_identifier(name, resource)
         self._clock = clock
         self._compact = bool(compact)
         if compact and self._queue_kind is InformerQueue.DELTA_FIFO:
             raise ValueError("the compact cache needs the RealFIFO queue")
-        self._key_func = (compact_key_func(deletion_handling_meta_namespace_key_func)
-                          if compact else deletion_handling_meta_namespace_key_func)
+        self._key_func = cache_key_func(self._compact)
         self._indexer: Indexer[ObjectT] = Indexer(self._key_func, self._index_funcs(indexers),
                                                   codec=JSON_CODEC if compact else None)
         self._waiter = ResourceVersionWaiter(
@@ -333,30 +328,11 @@ class SharedIndexInformer(Generic[ObjectT]):
                     f"handler {handler!r} was not added to shared informer because it has "
                     "stopped already"
                 )
-            if resync_period > 0:
-                if resync_period < MINIMUM_RESYNC_PERIOD:
-                    logger.warning(
-                        "%s: resync period %ss is too small; changing it to the minimum "
-                        "allowed value of %ss",
-                        self.name,
-                        resync_period,
-                        MINIMUM_RESYNC_PERIOD,
-                    )
-                    resync_period = MINIMUM_RESYNC_PERIOD
-                if resync_period < self._resync_check_period:
-                    if self._started:
-                        logger.warning(
-                            "%s: resync period %ss is smaller than the resync check period "
-                            "%ss of a started informer; changing it to %ss",
-                            self.name,
-                            resync_period,
-                            self._resync_check_period,
-                            self._resync_check_period,
-                        )
-                        resync_period = self._resync_check_period
-                    else:
-                        self._resync_check_period = resync_period
-                        self._processor.resync_check_period_changed(resync_period)
+            resync_period, check_period = handler_resync_periods(
+                self.name, resync_period, self._resync_check_period, self._started)
+            if check_period != self._resync_check_period:
+                self._resync_check_period = check_period
+                self._processor.resync_check_period_changed(check_period)
             self._listener_count += 1
             listener_class = SynchronousListener if synchronous else ProcessorListener
             untyped: ResourceEventHandler[Any] = handler  # the listeners store any objects
@@ -432,10 +408,7 @@ class SharedIndexInformer(Generic[ObjectT]):
             self._indexer.add_indexers(self._index_funcs(indexers) or {})
 
     def _index_funcs(self, indexers: Indexers | None) -> Indexers | None:
-        """The index functions as the cache runs them (a compact cache's decode first)."""
-        if not self._compact or not indexers:
-            return indexers
-        return {name: compact_index_func(fn) for name, fn in indexers.items()}
+        return cache_index_funcs(indexers, self._compact)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -547,16 +520,7 @@ class SharedIndexInformer(Generic[ObjectT]):
         )
 
     def _fifo_transform(self) -> TransformFunc | None:
-        """The queue's transform: a compact informer's listed objects arrive transformed and
-        encoded already (:func:`~informers.object_codec.item_encoder`) and pass as they are."""
-        transform = self._transform
-        if not self._compact or transform is None:
-            return transform
-
-        def queue_transform(obj: Any) -> Any:
-            return obj if obj.__class__ is Encoded else transform(obj)
-
-        return queue_transform
+        return fifo_transform(self._transform, self._compact)
 
     def run(self, stop_event: threading.Event) -> None:
         """Run until ``stop_event`` is set; once per informer (a second call warns and returns).

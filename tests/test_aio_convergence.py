@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from aio_drivers import AsyncDriver
+from runtime_drivers import AsyncDriver
 from test_informer_convergence import SEED_ENV, SMALL, _seed, run_convergence
 
 ASYNC_SEEDS = 3
@@ -24,3 +24,12 @@ def test_async_cache_and_handlers_converge_under_random_faults(backend: str, off
         pytest.skip(f"{SEED_ENV} runs its one seed")
     run_convergence(SMALL, _seed() + offset, require_tombstones=False,
                     driver=AsyncDriver(backend))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_compact_async_cache_and_handlers_converge_under_random_faults(backend: str) -> None:
+    """The same run on a compact cache (``compact=True``), one seed per backend."""
+    run_convergence(SMALL, _seed(), require_tombstones=False,
+                    driver=AsyncDriver(backend, compact=True))

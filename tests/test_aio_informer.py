@@ -2,7 +2,7 @@
 
 The first part is behaviour written once and run on three drivers: the threaded informer, and
 the async one on asyncio and on trio (``driver`` fixture; the async driver runs the event loop
-in a thread, tests/aio_drivers.py): list + watch into the cache and the handlers, a 410 relist,
+in a thread, tests/runtime_drivers.py): list + watch into the cache and the handlers, a 410 relist,
 a hung watch replaced after the read timeout without a relist, a malformed line, 500 and 429
 backoff. The second part is async-only API, on both anyio backends: typed subscription events
 (with DeletedFinalStateUnknown), the overflow policy, wait_for_cache_sync's error and leaks
@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from aio_drivers import AsyncDriver
+from runtime_drivers import AsyncDriver
 from test_informer_convergence import Recorder, ThreadedDriver
 
 from informers.aio import (
@@ -450,3 +450,172 @@ async def test_a_handlers_registration_syncs_once_it_handled_the_initial_list(ap
         assert sorted(late_seen) == ["a", "b", "c"]
         plain = informer.subscribe()
         assert plain.sync_mark == 3 and not plain.has_synced()  # a reader does not mark
+
+
+# -- the threaded informer's options, on the async factory and informer ------------------------
+
+
+@pytest.mark.anyio
+async def test_a_compact_cache_hands_every_reader_and_subscription_its_own_copy(api):
+    api.create(pod("a", app="web"), "pods", "default")
+    async with AsyncSharedInformerFactory(api.api_client(), options=options(),
+                                          compact=True) as factory:
+        informer = factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        assert type(informer.indexer.get_lazy_by_key("default/a")).__name__ == "Encoded"
+        lister = factory.lister("pods").by_namespace("default")
+        read = lister.get("a")
+        read["metadata"]["labels"]["mutated"] = "yes"  # a fresh copy: the cache is untouched
+        assert lister.get("a")["metadata"]["labels"] == {"app": "web"}
+        first, second = informer.subscribe(), informer.subscribe()
+        one, two = await _next(first), await _next(second)
+        assert isinstance(one, Added) and one.obj == two.obj and one.obj is not two.obj
+        assert one.obj["metadata"]["name"] == "a" and one.is_in_initial_list
+        api.patch("pods", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+        updated = await _next(first)
+        assert isinstance(updated, Updated)
+        assert (updated.old["metadata"]["labels"], updated.new["metadata"]["labels"]) == (
+            {"app": "web"}, {"app": "web", "x": "1"})
+
+
+@pytest.mark.anyio
+async def test_the_factory_names_its_informers_so_their_queues_publish_metrics(api):
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from informers.fifo_metrics import set_informer_metrics_provider
+    from informers.fifo_prometheus_metrics import PrometheusInformerMetricsProvider
+
+    api.create(pod("a"), "pods", "default")
+    registry = prometheus_client.CollectorRegistry()
+    previous = set_informer_metrics_provider(PrometheusInformerMetricsProvider(registry))
+    try:
+        async with AsyncSharedInformerFactory(api.api_client(), options=options()) as factory:
+            informer = factory.informer_for("pods")
+            await factory.wait_for_cache_sync(timeout=WAIT)
+            created = api.create(pod("b"), "pods", "default")
+            assert await informer.wait_for_resource_version(
+                created["metadata"]["resourceVersion"], WAIT)
+    finally:
+        set_informer_metrics_provider(previous)
+    labels = {"name": "pods", "group": "", "version": "v1", "resource": "pods"}
+    assert registry.get_sample_value("informer_queued_items", labels) == 0
+    count = registry.get_sample_value("informer_processing_latency_seconds_count", labels)
+    assert count is not None and count >= 2  # the list and b's ADDED
+
+
+@pytest.mark.anyio
+async def test_the_mutation_detector_is_turned_on_by_the_environment_and_reports_on_stop(
+        api, monkeypatch):
+    """client-go's ``KUBE_CACHE_MUTATION_DETECTOR``: a handler editing a cached object is
+    reported (here to ``mutation_failure_func``); the detector's thread compares once more
+    when the informer stops and is joined."""
+    from informers.aio import AsyncListWatch, AsyncSharedIndexInformer, AsyncTransport
+
+    monkeypatch.setenv("KUBE_CACHE_MUTATION_DETECTOR", "true")
+    api.create(pod("a"), "pods", "default")
+    failures: list[str] = []
+
+    async def careless(obj: Any, initial: bool) -> None:
+        obj["metadata"].setdefault("labels", {})["edited"] = "in place"
+
+    async with AsyncTransport(api.api_client()) as transport:
+        informer = AsyncSharedIndexInformer(
+            AsyncListWatch(transport, "pods", "default", drop_managed_fields=True),
+            options=options(), name="pods", mutation_failure_func=failures.append)
+        handler = informer.add_event_handler(on_add=careless)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(informer.run)
+            with anyio.fail_after(WAIT):
+                await handler.wait_synced()
+            assert "informer-pods-mutation-detector" in _thread_names()
+            informer.stop()
+    assert "informer-pods-mutation-detector" not in _thread_names()
+    assert failures and failures[-1] == "cache pods modified: default/a"
+
+
+@pytest.mark.anyio
+async def test_the_factory_passes_detect_mutations_and_no_detector_runs_by_default(api):
+    api.create(pod("a"), "pods", "default")
+    for detect, running in ((True, True), (None, False)):
+        async with AsyncSharedInformerFactory(api.api_client(), options=options(),
+                                              detect_mutations=detect) as factory:
+            factory.informer_for("pods")
+            await factory.wait_for_cache_sync(timeout=WAIT)
+            assert ("informer-pods-mutation-detector" in _thread_names()) is running
+        assert "informer-pods-mutation-detector" not in _thread_names()
+
+
+def _thread_names() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate()]
+
+
+@pytest.fixture
+def gc_state():
+    """CPython's default thresholds and nothing frozen; restored afterwards."""
+    import gc
+
+    saved = gc.get_threshold()
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*saved)
+
+
+@pytest.mark.anyio
+async def test_memory_tuning_freezes_the_initial_cache_once_it_synced(api, gc_state):
+    import gc
+
+    from informers.memory import MemoryTuning, gc_pause_depth
+
+    api.create(pod("a"), "pods", "default")
+    async with AsyncSharedInformerFactory(api.api_client(), options=options(),
+                                          memory_tuning=MemoryTuning()) as factory:
+        factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        assert gc_pause_depth() == 0 and gc.isenabled()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (700, 10, 100)  # full collections 10x rarer
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    async with AsyncSharedInformerFactory(api.api_client(), options=options()) as factory:
+        factory.informer_for("pods")  # without memory_tuning the collector is left alone
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        assert gc.get_freeze_count() == 0 and gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.mark.anyio
+async def test_the_factory_takes_the_threaded_ones_custom_resync_transform_and_clock(api):
+    from informers.clock import FakeClock
+
+    api.create(pod("a"), "pods", "default")
+    clock = FakeClock()
+    async with AsyncSharedInformerFactory(api.api_client(), options=options(), clock=clock,
+                                          resync_period=60.0,
+                                          custom_resync={"pods": 30.0}) as factory:
+        pods, config_maps = factory.informer_for("pods"), factory.informer_for("configmaps")
+        assert (pods.resync_check_period, config_maps.resync_check_period) == (30.0, 60.0)
+        sub = pods.subscribe()
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        assert isinstance(await _next(sub), Added)
+        with anyio.fail_after(WAIT):  # the reflectors' resync timers wait on the fake clock
+            while not clock.has_waiters():
+                await anyio.sleep(0.01)
+        clock.step(30.0)
+        resynced = await _next(sub)
+        assert isinstance(resynced, Updated) and resynced.old is resynced.new
+        assert "managedFields" not in resynced.new["metadata"]  # the default transform
+
+    def tag(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"].setdefault("annotations", {})["transformed"] = "once"
+        return obj
+
+    async with AsyncSharedInformerFactory(api.api_client(), options=options(),
+                                          transform=tag) as factory:
+        informer = factory.informer_for("pods")
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        cached = factory.lister("pods").by_namespace("default").get("a")
+        assert cached["metadata"]["annotations"] == {"transformed": "once"}
+        # another transform sees the objects as sent: managedFields are decoded for it
+        assert informer.list_watch.drop_managed_fields is False

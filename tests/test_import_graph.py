@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.shared_processor", "informers.wait", "informers.real_fifo",
         "informers.fifo_metrics", "informers.process_deltas", "informers.informer_queue",
         "informers.fifo_prometheus_metrics", "informers.reflector_rules",
+        "informers.informer_rules",
     ]),
     ("informer", ["informers.shared_informer", "informers.factory"]),
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",

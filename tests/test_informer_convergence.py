@@ -382,7 +382,7 @@ def _wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
 
 class ThreadedDriver:
     """Runs the informer under test: the threaded :class:`SharedInformerFactory` (the async
-    driver, in tests/aio_drivers.py, runs ``informers.aio`` through the same checks)."""
+    driver, in tests/runtime_drivers.py, runs ``informers.aio`` through the same checks)."""
 
     def __init__(self, compact: bool = False) -> None:
         self.compact = compact

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from runtime_drivers import DRIVERS, AsyncServerInformer
+from runtime_drivers import DRIVERS, AsyncDrivenInformer, AsyncServerInformer
 
 from informers.client import list_watch_from_client
 from informers.clock import FakeClock
@@ -73,6 +73,24 @@ def driven():
     for stop, t in made:
         stop.set()
         t.join(WAIT)
+
+
+@pytest.fixture(params=DRIVERS)
+def any_driven(request, driven):
+    """``driven`` on every driver: threads, or an async informer on asyncio or trio
+    (tests/runtime_drivers.py's AsyncDrivenInformer, whose ``fifo`` writes its queue)."""
+    made = []
+
+    def start(**kw):
+        if request.param == "threads":
+            return driven(**kw)
+        inf = AsyncDrivenInformer(request.param, **kw).start()
+        made.append(inf)
+        return inf, inf.fifo
+
+    yield start
+    for inf in made:
+        inf.stop()
 
 
 def test_default_queue_is_the_atomic_real_fifo(driven):
@@ -288,7 +306,7 @@ def test_controller_reconciles_only_after_its_handler_received_the_initial_list(
         runner.join(WAIT)
 
 
-def test_a_named_informer_publishes_the_fifo_metrics_client_go_names(driven):
+def test_a_named_informer_publishes_the_fifo_metrics_client_go_names(any_driven):
     prometheus_client = pytest.importorskip("prometheus_client")
     from informers.fifo_metrics import set_informer_metrics_provider
     from informers.fifo_prometheus_metrics import PrometheusInformerMetricsProvider
@@ -296,7 +314,7 @@ def test_a_named_informer_publishes_the_fifo_metrics_client_go_names(driven):
     registry = prometheus_client.CollectorRegistry()
     previous = set_informer_metrics_provider(PrometheusInformerMetricsProvider(registry))
     try:
-        inf, fifo = driven()
+        inf, fifo = any_driven()
         fifo.replace([pod("a", "1")], "1")
         fifo.update(pod("a", "2"))
         assert inf.wait_for_resource_version("2", WAIT)

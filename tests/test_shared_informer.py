@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from runtime_drivers import DRIVERS, AsyncServerInformer
+from runtime_drivers import DRIVERS, AsyncDrivenInformer, AsyncServerInformer
 
 from informers.client import list_watch_from_client
 from informers.clock import FakeClock
@@ -161,26 +161,55 @@ class Running:
         assert not self.thread.is_alive()
 
 
-@pytest.fixture(params=[False, True], ids=["plain", "compact"])
-def make(request):
-    """Makes informers; every test using it runs on a plain and on a compact cache (the
-    compact one needs the RealFIFO: a DeltaFIFO informer stays plain)."""
-    running: list[Running] = []
+def _maker(runtime: str, compact: bool, running: list):
+    """``factory(start=True, **kw) -> (informer, running or None)`` on ``runtime``; what it
+    starts is appended to ``running`` (the compact cache needs the RealFIFO: a DeltaFIFO
+    informer stays plain)."""
 
-    def factory(*handlers_and_periods, start=True, **kw) -> tuple[DrivenInformer, Running | None]:
-        kw.setdefault("name", "pods")
+    def factory(start=True, **kw):
         if str(kw.get("queue", InformerQueue.REAL_FIFO)) == str(InformerQueue.REAL_FIFO):
-            kw.setdefault("compact", request.param)
-        inf = DrivenInformer(_unused_list_watch(), **kw)
+            kw.setdefault("compact", compact)
+        if runtime == "threads":
+            kw.setdefault("name", "pods")
+            inf = DrivenInformer(_unused_list_watch(), **kw)
+        else:
+            inf = AsyncDrivenInformer(runtime, **kw)
+            running.append(inf)
         if not start:
             return inf, None
-        r = Running(inf)
+        r = run_informer(inf)
         running.append(r)
         return inf, r
 
-    yield factory
+    return factory
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "compact"])
+def make(request):
+    """Makes threaded informers; every test using it runs on a plain and on a compact cache."""
+    running: list = []
+    yield _maker("threads", request.param, running)
     for r in running:
         r.stop()
+
+
+@pytest.fixture(params=[(d, c) for d in DRIVERS for c in (False, True)],
+                ids=[f"{d}-{'compact' if c else 'plain'}" for d in DRIVERS for c in (False, True)])
+def any_make(request):
+    """``make`` on every driver: the threaded informer, and the async one on asyncio and on
+    trio (tests/runtime_drivers.py's AsyncDrivenInformer, the same surface), each with a plain
+    and a compact cache. Start an unstarted one with :func:`run_informer`."""
+    running: list = []
+    yield _maker(*request.param, running)
+    for r in running:
+        r.stop()
+
+
+def run_informer(inf):
+    """Start a ``make``/``any_make`` informer: a :class:`Running` (or the async one itself)."""
+    if isinstance(inf, AsyncDrivenInformer):
+        return inf.start()
+    return Running(inf)
 
 
 # -- the flow: list, watch events, fan-out --------------------------------------------------------
@@ -469,14 +498,14 @@ def test_remove_works_on_a_stopped_informer(make) -> None:
 # -- resync and relist ----------------------------------------------------------------------------
 
 
-def test_resync_delivers_only_to_handlers_whose_period_is_due(make) -> None:
+def test_resync_delivers_only_to_handlers_whose_period_is_due(any_make) -> None:
     clock = FakeClock(start=1000.0)
-    inf, _ = make(start=False, resync_period=10.0, clock=clock)
+    inf, _ = any_make(start=False, resync_period=10.0, clock=clock)
     every10, never, every30 = Recorder(), Recorder(), Recorder()
     inf.add_event_handler(every10)  # the informer's default: 10 s
     inf.add_event_handler(never, resync_period=0)
     inf.add_event_handler(every30, resync_period=30)
-    r = Running(inf)
+    r = run_informer(inf)
     try:
         obj = pod("a", "1")
         r.fifo.replace([obj], "1")
@@ -509,18 +538,18 @@ def test_resync_delivers_only_to_handlers_whose_period_is_due(make) -> None:
 
 
 def test_relist_of_unchanged_objects_reaches_a_listener_until_a_resync_tick_unmarks_it(
-    make,
+    any_make,
 ) -> None:
     """client-go sharedProcessor: a listener starts marked syncing (addListener sets it true),
     so sync updates reach it until the first resync tick (shouldResync) decides; with no
     resync period there is no tick (tests/test_clientgo_order_parity.py shows client-go
     v0.36.3 delivering them)."""
     clock = FakeClock()
-    inf, _ = make(start=False, resync_period=30.0, clock=clock)
+    inf, _ = any_make(start=False, resync_period=30.0, clock=clock)
     no_resync, resyncing = Recorder(), Recorder()
     inf.add_event_handler(no_resync, resync_period=0)
     inf.add_event_handler(resyncing)
-    r = Running(inf)
+    r = run_informer(inf)
     try:
         r.fifo.replace([pod("a", "1"), pod("b", "2")], "2")
         no_resync.wait_for(2)
@@ -555,19 +584,19 @@ def test_missed_delete_found_by_relist_is_a_deleted_final_state_unknown(make) ->
     assert inf.get_store().list_keys() == ["ns/a"]
 
 
-def test_resync_period_arithmetic_before_and_after_start(make, caplog) -> None:
-    inf, _ = make(start=False, resync_period=30.0)
+def test_resync_period_arithmetic_before_and_after_start(any_make, caplog) -> None:
+    inf, _ = any_make(start=False, resync_period=30.0)
     r30 = inf.add_event_handler(Recorder())
     r10 = inf.add_event_handler(Recorder(), resync_period=10)
     assert inf.resync_check_period == 10.0  # lowered before start
     assert (r30._listener.resync_period, r10._listener.resync_period) == (30.0, 10.0)
-    with caplog.at_level(logging.WARNING, logger="informers.shared_informer"):
+    with caplog.at_level(logging.WARNING, logger="informers.informer_rules"):
         tiny = inf.add_event_handler(Recorder(), resync_period=0.2)
     assert MINIMUM_RESYNC_PERIOD == 1.0
     assert tiny._listener.resync_period == 1.0
     assert inf.resync_check_period == 1.0
     assert "too small" in caplog.records[0].getMessage()
-    r = Running(inf)
+    r = run_informer(inf)
     try:
         after = inf.add_event_handler(Recorder(), resync_period=0.5)
         assert after._listener.resync_period == 1.0
@@ -575,8 +604,8 @@ def test_resync_period_arithmetic_before_and_after_start(make, caplog) -> None:
     finally:
         r.stop()
 
-    inf2, _ = make(start=False, resync_period=10.0)
-    r2 = Running(inf2)
+    inf2, _ = any_make(start=False, resync_period=10.0)
+    r2 = run_informer(inf2)
     try:
         late = inf2.add_event_handler(Recorder(), resync_period=5)
         assert late._listener.resync_period == 10.0  # raised to the check period after start
@@ -584,7 +613,7 @@ def test_resync_period_arithmetic_before_and_after_start(make, caplog) -> None:
     finally:
         r2.stop()
 
-    never, _ = make(start=False, resync_period=0.0)
+    never, _ = any_make(start=False, resync_period=0.0)
     h = never.add_event_handler(Recorder(), resync_period=5)
     assert h._listener.resync_period == 0.0  # an informer created with 0 never resyncs
     assert never.resync_check_period == 0.0
@@ -717,16 +746,16 @@ def test_stop_drains_pending_notifications_and_joins_every_thread(make) -> None:
     assert {t.name for t in threading.enumerate()} - before == set()
 
 
-def test_mutation_detector_catches_a_handler_editing_the_cache(make) -> None:
+def test_mutation_detector_catches_a_handler_editing_the_cache(any_make) -> None:
     failures: list[str] = []
     clock = FakeClock()
-    inf, _ = make(
+    inf, _ = any_make(
         start=False, detect_mutations=True, mutation_failure_func=failures.append, clock=clock
     )
     inf.add_event_handler(
         ResourceEventHandlerFuncs(on_add=lambda o: o["metadata"].setdefault("labels", {}))
     )
-    r = Running(inf)
+    r = run_informer(inf)
     r.fifo.replace([pod("a", "1")], "1")
     r.drain()
     r.stop()  # the detector compares one last time on stop
@@ -953,11 +982,9 @@ def test_e2e_resync_replays_the_cache_without_api_calls(server, server_informer)
     clock = FakeClock()
     server.create(_api_pod("a"), "pods", server.namespace)
     si = server_informer(resync_period=30.0, clock=clock)
-    threads = isinstance(si, ServerInformer)
     resyncing, quiet = Recorder(), Recorder()
     si.informer.add_event_handler(resyncing)
-    if threads:  # informers.aio has no per-handler resync period
-        si.informer.add_event_handler(quiet, resync_period=0)
+    si.informer.add_event_handler(quiet, resync_period=0)
     si.start()
     si.wait_synced()
     resyncing.wait_for(1)
@@ -968,8 +995,7 @@ def test_e2e_resync_replays_the_cache_without_api_calls(server, server_informer)
     clock.step(30.0)
     rv = resyncing.events[0][2]
     assert resyncing.wait_for(2)[1] == ("update", "a", rv, rv)
-    if threads:
-        assert quiet.events == [("add", "a", rv, True)]
+    assert quiet.events == [("add", "a", rv, True)]
     if server.embedded is not None:
         assert len(server.embedded.requests) == requests_before
     si.stop()
@@ -1253,7 +1279,7 @@ def gc_thresholds():
     gc.set_threshold(*saved)
 
 
-def test_gc_paused_during_initial_processing_then_frozen(make, gc_thresholds) -> None:
+def test_gc_paused_during_initial_processing_then_frozen(any_make, gc_thresholds) -> None:
     import gc
 
     from informers.memory import gc_pause_depth
@@ -1266,7 +1292,7 @@ def test_gc_paused_during_initial_processing_then_frozen(make, gc_thresholds) ->
         return [""]
 
     try:
-        inf, r = make(indexers={"spy": index}, memory_tuning=MemoryTuning())
+        inf, r = any_make(indexers={"spy": index}, memory_tuning=MemoryTuning())
         r.fifo.replace([pod("a", "1"), pod("b", "2"), pod("c", "3")], "3")
         r.drain()
         assert inf.has_synced()
@@ -1335,7 +1361,7 @@ def test_gc_not_frozen_when_disabled_and_empty_list_resumes_at_once(
 
 
 def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
-    make, gc_thresholds, monkeypatch
+    any_make, gc_thresholds, monkeypatch
 ) -> None:
     import gc
 
@@ -1344,7 +1370,7 @@ def test_has_synced_only_once_the_initial_pause_ended_and_memory_was_released(
 
     gc.unfreeze()
     released: list[tuple[bool, int]] = []
-    inf, r = make(memory_tuning=MemoryTuning())
+    inf, r = any_make(memory_tuning=MemoryTuning())
 
     def release() -> bool:  # runs on the process loop, inside the last initial pop
         released.append((inf.has_synced(), gc_pause_depth()))
@@ -1486,16 +1512,16 @@ def test_cache_is_the_same_with_managed_fields_never_decoded(embedded_server, ca
     assert [r.getMessage() for r in caplog.records if r.name == "informers.client.decoder"] == []
 
 
-def test_SharedInformerWatchDisruption(make) -> None:
+def test_SharedInformerWatchDisruption(any_make) -> None:
     """client-go v0.36 shared_informer_test.go TestSharedInformerWatchDisruption: after a
     resync tick unmarked the non-resyncing listener, a relist brings it only what changed
     (pod2 modified, pod3 added while the watch was down); the resyncing one gets pod1 too."""
     clock = FakeClock()
-    inf, _ = make(start=False, resync_period=1.0, clock=clock)
+    inf, _ = any_make(start=False, resync_period=1.0, clock=clock)
     no_resync, resync = Recorder(), Recorder()
     inf.add_event_handler(no_resync, resync_period=0)
     inf.add_event_handler(resync, resync_period=1.0)
-    r = Running(inf)
+    r = run_informer(inf)
     try:
         r.fifo.replace([pod("pod1", "1"), pod("pod2", "2")], "2")
         for rec in (no_resync, resync):
@@ -1508,5 +1534,71 @@ def test_SharedInformerWatchDisruption(make) -> None:
         assert {e[1] for e in no_resync.wait_for(3)} == {"pod2", "pod3", "marker"}
         assert {e[1] for e in resync.wait_for(4)} == {"pod1", "pod2", "pod3", "marker"}
         assert len(no_resync.events) == 3
+    finally:
+        r.stop()
+
+
+def test_ResyncCheckPeriod(any_make) -> None:
+    """client-go v0.36 shared_informer_test.go TestResyncCheckPeriod: an informer resyncing
+    every 12 hours; each handler added before start with a smaller period lowers the check
+    period to it; every handler keeps the period it asked for."""
+    inf, _ = any_make(start=False, resync_period=12 * 3600.0, clock=FakeClock())
+    handler1 = inf.add_event_handler(Recorder(), resync_period=0)  # never resync
+    assert inf.resync_check_period == 12 * 3600.0
+    assert handler1._listener.resync_period == 0.0
+    handler2 = inf.add_event_handler(Recorder(), resync_period=60.0)
+    assert inf.resync_check_period == 60.0
+    assert (handler1._listener.resync_period, handler2._listener.resync_period) == (0.0, 60.0)
+    handler3 = inf.add_event_handler(Recorder(), resync_period=55.0)
+    assert inf.resync_check_period == 55.0
+    assert [h._listener.resync_period for h in (handler1, handler2, handler3)] == [
+        0.0, 60.0, 55.0]
+    handler4 = inf.add_event_handler(Recorder(), resync_period=5.0)
+    assert inf.resync_check_period == 5.0
+    assert [h._listener.resync_period for h in (handler1, handler2, handler3, handler4)] == [
+        0.0, 60.0, 55.0, 5.0]
+
+
+def test_ListenerResyncPeriods(any_make) -> None:
+    """client-go v0.36 shared_informer_test.go TestListenerResyncPeriods: an informer with a
+    1 s resync and listeners that never resync, resync every 2 s and every 3 s. All get the
+    initial pod1 and pod2; at 2 s only listener2 gets them again, at 3 s only listener3. (A
+    marker added and deleted after each tick shows what the tick delivered: the notifications
+    before it.)"""
+    clock = FakeClock()
+    inf, _ = any_make(start=False, resync_period=1.0, clock=clock)
+    listener1, listener2, listener3 = Recorder(), Recorder(), Recorder()
+    inf.add_event_handler(listener1, resync_period=0)
+    inf.add_event_handler(listener2, resync_period=2.0)
+    inf.add_event_handler(listener3, resync_period=3.0)
+    listeners = (listener1, listener2, listener3)
+    r = run_informer(inf)
+    try:
+        r.fifo.replace([pod("pod1", "1"), pod("pod2", "2")], "2")
+        for listener in listeners:
+            assert {e[1] for e in listener.wait_for(2)} == {"pod1", "pod2"}
+
+        def tick(seconds: float, marker: str) -> list[set[str]]:
+            """Step the clock, play the reflector's resync tick, add a marker; what each
+            listener got before the marker."""
+            for listener in listeners:
+                listener.events.clear()
+            clock.step(seconds)
+            if r.informer.stub.should_resync():
+                r.fifo.resync()
+            r.fifo.add(pod(marker, marker))
+            r.fifo.delete(pod(marker, marker))  # the cache holds pod1 and pod2 again
+            got = []
+            for listener in listeners:
+                events = listener.wait_for(2)
+                while events[-1][0] != "delete":
+                    events = listener.wait_for(len(events) + 1)
+                assert events[-2][:2] == ("add", marker)
+                got.append({e[1] for e in events[:-2]})
+            return got
+
+        assert tick(1.0, "10") == [set(), set(), set()]  # t=1: no listener is due
+        assert tick(1.0, "11") == [set(), {"pod1", "pod2"}, set()]  # t=2: listener2
+        assert tick(1.0, "12") == [set(), set(), {"pod1", "pod2"}]  # t=3: listener3
     finally:
         r.stop()

@@ -15,6 +15,7 @@ rules are the same (see :mod:`informers.aio.informer`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -22,12 +23,16 @@ import anyio
 
 from informers.aio.informer import DEFAULT_DRAIN_TIMEOUT, AsyncSharedIndexInformer
 from informers.aio.transport import AsyncListWatch, AsyncTransport
+from informers.clock import REAL_CLOCK, Clock
 from informers.errors import AlreadyStartedError, CacheSyncTimeoutError
+from informers.informer_rules import resync_period_for
 from informers.keys import NAMESPACE_INDEX, Indexers, meta_namespace_index_func
 from informers.list_watch import DEFAULT_CONNECT_TIMEOUT, TweakFunc
 from informers.listers import Lister
+from informers.memory import MemoryTuning
 from informers.reflector_options import ReflectorOptions
 from informers.resources import Resource, lookup
+from informers.shared_informer import strip_managed_fields
 
 __all__ = ["AsyncSharedInformerFactory"]
 
@@ -44,9 +49,26 @@ class AsyncSharedInformerFactory:
         field_selector: set on every list and watch.
         tweak: called with a copy of the options of every list and watch.
         options: every reflector's :class:`~informers.reflector_options.ReflectorOptions`.
-        resync_period: every informer's resync period (``0``: none).
+        resync_period: every informer's default resync period (``0``: none).
+        custom_resync: resync period per resource (a :class:`~informers.resources.Resource`,
+            ``"pods"`` or ``"deployments.apps"``), overriding ``resync_period`` (client-go
+            ``WithCustomResyncConfig``), as for the threaded factory.
+        transform: applied once to every incoming object of every informer; default
+            :func:`~informers.shared_informer.strip_managed_fields` (then managedFields are
+            not even decoded); ``None``: none, and the objects are cached as sent.
+        clock: for every informer (backoff, resync, mutation detector); a FakeClock in tests.
         drain_timeout: each informer's, see :data:`~informers.aio.informer.DEFAULT_DRAIN_TIMEOUT`.
         connect_timeout: seconds to establish a connection.
+        detect_mutations: the informers' mutation detector (``None``: the
+            ``KUBE_CACHE_MUTATION_DETECTOR`` environment variable decides).
+        memory_tuning: opt-in, process-wide GC and C-heap tuning for every informer
+            (:class:`~informers.memory.MemoryTuning`); ``None`` (default) touches neither.
+        compact: every informer keeps a compact cache (objects held as JSON bytes, decoded
+            on each read; see :class:`~informers.shared_informer.SharedIndexInformer`).
+
+    Each informer is named by its resource (``"pods"``, ``"deployments.apps"``), as the
+    threaded factory's are, so its queue publishes the metrics of
+    :mod:`informers.fifo_metrics`.
 
     Create it and use it from one event loop (its informers make anyio objects).
     """
@@ -61,8 +83,14 @@ class AsyncSharedInformerFactory:
         tweak: TweakFunc | None = None,
         options: ReflectorOptions | None = None,
         resync_period: float = 0.0,
+        custom_resync: Mapping[Resource | str, float] | None = None,
+        transform: Callable[[Any], Any] | None = strip_managed_fields,
+        clock: Clock = REAL_CLOCK,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        detect_mutations: bool | None = None,
+        memory_tuning: MemoryTuning | None = None,
+        compact: bool = False,
     ) -> None:
         self.api_client = api_client
         self.namespace = namespace or None
@@ -71,8 +99,14 @@ class AsyncSharedInformerFactory:
         self.tweak = tweak
         self.options = options
         self.resync_period = resync_period
+        self.custom_resync = dict(custom_resync or {})
+        self.transform = transform
+        self.clock = clock
         self.drain_timeout = drain_timeout
         self.connect_timeout = connect_timeout
+        self.detect_mutations = detect_mutations
+        self.memory_tuning = memory_tuning
+        self.compact = compact
         self.transport: AsyncTransport | None = None
         self._informers: dict[Resource, AsyncSharedIndexInformer] = {}
         self._task_group: Any = None
@@ -129,13 +163,18 @@ class AsyncSharedInformerFactory:
         list_watch = AsyncListWatch(
             self.transport,  # type: ignore[arg-type]  # set when the block starts it
             res, self.namespace, self.field_selector, self.label_selector, self.tweak,
-            drop_managed_fields=True,
+            # what the default transform drops is never decoded (as in the threaded informer)
+            drop_managed_fields=self.transform is strip_managed_fields,
         )
         # the namespace index, as the threaded factory's informers have (listers use it)
         all_indexers = {NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})}
         informer = AsyncSharedIndexInformer(
-            list_watch, all_indexers, options=self.options, resync_period=self.resync_period,
-            drain_timeout=self.drain_timeout)
+            list_watch, all_indexers, options=self.options,
+            resync_period=resync_period_for(res, self.resync_period, self.custom_resync),
+            transform=self.transform, clock=self.clock,
+            drain_timeout=self.drain_timeout, name=res.group_resource,
+            detect_mutations=self.detect_mutations, memory_tuning=self.memory_tuning,
+            compact=self.compact)
         self._informers[res] = informer
         if self._task_group is not None:
             self._start(informer)

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from informers.aio.transport import AsyncWatchStream
-from informers.clock import REAL_CLOCK, Clock
+from informers.clock import REAL_CLOCK
 from informers.errors import WatchDecodeError
 from informers.list_watch import ListPager, ListResult
-from informers.memory import MemoryTuning, list_section
-from informers.reflector_options import ReflectorOptions
-from informers.reflector_rules import ReflectorRules, ReflectorState, StoreLike, WatchConsumer
+from informers.memory import list_section
+from informers.reflector_rules import ReflectorRules, ReflectorState, WatchConsumer
 
 __all__ = ["AsyncReflector"]
 
@@ -40,7 +38,8 @@ logger = logging.getLogger("informers.reflector")
 class AsyncReflector(ReflectorRules):
     """Lists and watches one resource into ``store`` from a task, by client-go's rules.
 
-    The arguments are :class:`~informers.reflector.Reflector`'s, with an
+    The constructor is :class:`~informers.reflector_rules.ReflectorRules`', the same as the
+    threaded :class:`~informers.reflector.Reflector`'s (documented there), with an
     :class:`~informers.aio.transport.AsyncListWatch` (anything with ``async list(options)`` and
     ``async watch(options)`` returning an async-iterable stream with ``aclose()``). Every
     wait goes through ``clock`` (``anyio.sleep`` on the real clock; a FakeClock is waited on in
@@ -49,29 +48,12 @@ class AsyncReflector(ReflectorRules):
     Contract: one ``run`` at a time; the only writer of ``store`` while it runs.
     """
 
-    def __init__(
-        self,
-        list_watch: Any,
-        store: StoreLike,
-        options: ReflectorOptions | None = None,
-        *,
-        name: str | None = None,
-        expected_kind: str | None = None,
-        resync_period: float = 0.0,
-        should_resync: Callable[[], bool] | None = None,
-        clock: Clock = REAL_CLOCK,
-        memory_tuning: MemoryTuning | None = None,
-        list_item_hook: Callable[[Any], Any] | None = None,
-    ) -> None:
-        super().__init__(list_watch, store, options, name=name, expected_kind=expected_kind,
-                         resync_period=resync_period, should_resync=should_resync,
-                         clock=clock, memory_tuning=memory_tuning,
-                         list_item_hook=list_item_hook)
-        self._stream: AsyncWatchStream | None = None
-        self._pending: AsyncWatchStream | None = None
-        self._resync_scope: anyio.CancelScope | None = None
-        self._resync_error: BaseException | None = None
-        self._task_group: Any = None
+    # the driver's state, set per run (class-level defaults: no constructor of its own)
+    _stream: AsyncWatchStream | None = None
+    _pending: AsyncWatchStream | None = None
+    _resync_scope: anyio.CancelScope | None = None
+    _resync_error: BaseException | None = None
+    _task_group: Any = None
 
     async def run(self) -> None:
         """List and watch until cancelled; close the open stream and the resync task, then
