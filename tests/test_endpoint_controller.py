@@ -1097,7 +1097,7 @@ def test_service_events_enqueue_at_once(stubs):
     assert stubs.queued() == ["default/web"]
     stubs.services.delete(svc)
     assert stubs.queued() == ["default/web"]
-    stubs.controller._on_service_delete(DeletedFinalStateUnknown("default/gone", None))
+    stubs.controller._triggers.on_service_delete(DeletedFinalStateUnknown("default/gone", None))
     assert stubs.queued() == ["default/gone"]
 
 
