@@ -799,8 +799,29 @@ def test_echoes_arriving_before_our_writes_return_cause_no_syncs(cluster, caplog
             return answer
         return wrapped
 
-    controller.writer.create = echo_first(controller.writer.create)
-    controller.writer.update = echo_first(controller.writer.update)
+    # One startup order is pinned: the startup sweep enqueues before our first write. Upstream
+    # Run starts the workers and then checkLeftoverEndpoints in a goroutine of its own, so the
+    # sweep may also list the Endpoints a worker has just created and cost one more, no-op
+    # sync; test_startup_sweep_after_our_create_costs_one_unchanged_sync pins that order.
+    swept = threading.Event()
+    sweep = controller.check_leftover_endpoints
+
+    def sweep_then_signal():
+        sweep()
+        swept.set()
+
+    controller.check_leftover_endpoints = sweep_then_signal
+
+    def echo_first_after_sweep(write):
+        held = echo_first(write)
+
+        def wrapped(key, namespace, body):
+            assert swept.wait(timeout=10), "the startup sweep did not run"
+            return held(key, namespace, body)
+        return wrapped
+
+    controller.writer.create = echo_first_after_sweep(controller.writer.create)
+    controller.writer.update = echo_first_after_sweep(controller.writer.update)
     factory.start(cluster.stop)
     cluster.thread = threading.Thread(target=controller.run, args=(2, cluster.stop))
     cluster.thread.start()
@@ -841,6 +862,42 @@ def test_echoes_arriving_before_our_writes_return_cause_no_syncs(cluster, caplog
     assert _foreign_write_logs(caplog) == [(logging.INFO, hand_rv)]
     assert cluster.endpoint_writes() == [("create", "", 201)] + [
         ("update", "web", 200)] * (changes + 1)
+
+
+def test_startup_sweep_after_our_create_costs_one_unchanged_sync(cluster, caplog):
+    """The other startup order: the startup sweep lists the Endpoints a worker has just
+    created. Upstream ``Run`` (endpoints_controller.go, k8s.io/kubernetes v1.36.3) starts the
+    workers and then ``checkLeftoverEndpoints`` in a goroutine of its own, which enqueues every
+    cached Endpoints' key, so this order is legitimate: the Service is synced once more and
+    finds its Endpoints up to date. One "unchanged" sync, no second write, nothing logged as
+    another writer's."""
+    caplog.set_level(logging.DEBUG, logger="controllers.endpoint.controller")
+    s = cluster.server
+    s.create(make_service(selector={"app": "web"}))
+    s.create(make_pod("p0", ("10.0.0.1",)))
+    factory = cluster.factory = SharedInformerFactory(cluster.client)
+    core = factory.core().v1()
+    controller = cluster.controller = EndpointController(
+        core.pods(), core.services(), core.endpoints(), cluster.client)
+    lister = core.endpoints().lister()
+    sweep = controller.check_leftover_endpoints
+    swept = threading.Event()
+
+    def sweep_once_our_endpoints_are_cached():
+        eventually(lambda: lister.endpoints(NS).get("web"), what="our Endpoints in the cache")
+        sweep()
+        swept.set()
+
+    controller.check_leftover_endpoints = sweep_once_our_endpoints_are_cached
+    factory.start(cluster.stop)
+    cluster.thread = threading.Thread(target=controller.run, args=(2, cluster.stop))
+    cluster.thread.start()
+    assert swept.wait(timeout=10)
+    eventually(lambda: _queue_idle(controller), what="the controller to settle")
+    assert dict(controller.metrics.snapshot().syncs) == {
+        "created": 1, "updated": 0, "deleted": 0, "unchanged": 1, "skipped": 1, "error": 0}
+    assert cluster.endpoint_writes() == [("create", "", 201)]
+    assert _foreign_write_logs(caplog) == []
 
 
 def test_hand_edits_linger_when_endpoints_updates_are_not_watched(any_cluster):
@@ -1040,7 +1097,7 @@ def test_service_events_enqueue_at_once(stubs):
     assert stubs.queued() == ["default/web"]
     stubs.services.delete(svc)
     assert stubs.queued() == ["default/web"]
-    stubs.controller._on_service_delete(DeletedFinalStateUnknown("default/gone", None))
+    stubs.controller._triggers.on_service_delete(DeletedFinalStateUnknown("default/gone", None))
     assert stubs.queued() == ["default/gone"]
 
 

@@ -2,11 +2,10 @@
 
 The Python counterpart of kube-controller-manager's endpoints controller: the ``Controller``
 of ``pkg/controller/endpoint/endpoints_controller.go`` in k8s.io/kubernetes v1.36.3
-(``NewEndpointController``'s event handlers, ``Run``, ``processNextWorkItem``, ``handleErr``,
-``syncService``, ``checkLeftoverEndpoints``); ``tests/test_endpoint_differential.py`` compares
-what it writes with what kube-controller-manager v1.36.3 writes. One difference of shape: v1.36
-resolves a pod event's Services on a second queue (``podQueue``, ``syncPod``); here the pod
-handlers resolve them at once, which yields the same Service keys.
+(``NewEndpointController``, ``Run``, ``processNextWorkItem``, ``handleErr``, ``syncService``,
+``checkLeftoverEndpoints``); ``tests/test_endpoint_differential.py`` compares what it writes
+with what kube-controller-manager v1.36.3 writes. ``NewEndpointController``'s event handlers,
+which decide what to enqueue, are :mod:`~controllers.endpoint.sync_triggers`.
 
 It keeps upstream's structure (its own worker loop and ``handleErr``) rather than running on
 :class:`informers.controller.Controller`, so that it reads function by function against
@@ -15,7 +14,7 @@ endpoints_controller.go. The pure logic lives in
 :mod:`~controllers.endpoint.truncate`, :mod:`~controllers.endpoint.trigger_time`,
 :mod:`~controllers.endpoint.desired` and :mod:`~controllers.endpoint.membership`, the API
 writes in :mod:`~controllers.endpoint.writer`; this module wires them to informers and a work
-queue.
+queue and runs the workers that sync.
 """
 
 from __future__ import annotations
@@ -31,30 +30,23 @@ from controllers.endpoint.desired import (
     endpoints_up_to_date,
     string_map,
 )
-from controllers.endpoint.event_handler import EventHandler, informer_and_lister, register
+from controllers.endpoint.event_handler import informer_and_lister
 from controllers.endpoint.json_values import as_map as _map
 from controllers.endpoint.json_values import meta_of as _meta
-from controllers.endpoint.membership import (
-    pod_service_memberships,
-    services_to_update_on_pod_change,
-    valid_selector,
-)
+from controllers.endpoint.membership import valid_selector
 from controllers.endpoint.metrics import SyncMetrics
 from controllers.endpoint.pod_selection import PodSelector
 from controllers.endpoint.service_selection import ServiceSelector
 from controllers.endpoint.stale_tracker import StaleEndpointsTracker
 from controllers.endpoint.subsets import PodEntryMemo, compute_subsets
+from controllers.endpoint.sync_triggers import SyncTriggers
 from controllers.endpoint.trigger_time import TriggerTimeTracker
-from controllers.endpoint.write_echoes import Echo, WriteEchoTracker
+from controllers.endpoint.write_echoes import WriteEchoTracker
 from controllers.endpoint.writer import EndpointsWriter, EventRecorderLike
 from informers.clock import REAL_CLOCK, Clock
 from informers.controller.controller import LEADERSHIP_POLL
 from informers.errors import ApiConnectionError, InformersError, NotFoundError, StatusError
-from informers.keys import (
-    DeletedFinalStateUnknown,
-    deletion_handling_meta_namespace_key_func,
-    split_meta_namespace_key,
-)
+from informers.keys import split_meta_namespace_key
 from informers.labels import EVERYTHING
 from informers.wait import wait_for_named_cache_sync
 from informers.workqueue import RateLimitingQueue
@@ -110,9 +102,10 @@ class EndpointController:
     ``lister()``) or bare :class:`~informers.shared_informer.SharedIndexInformer` s.
 
     **Handlers only enqueue Service keys** (upstream's ``onServiceUpdate``, ``onPodUpdate``
-    and ``onEndpointsDelete``): Service add/update/delete at once; pod add/update/delete for
-    the Services selecting the pod (old and new labels on a label change, nothing unless
-    fields the Endpoints depend on changed) after ``batch_period``; Endpoints delete at once.
+    and ``onEndpointsDelete``; :class:`~controllers.endpoint.sync_triggers.SyncTriggers`):
+    Service add/update/delete at once; pod add/update/delete for the Services selecting the
+    pod (old and new labels on a label change, nothing unless fields the Endpoints depend on
+    changed) after ``batch_period``; Endpoints delete at once.
     Deviation from upstream, on by default (``watch_endpoints_updates``): an Endpoints added or
     updated by someone else whose Service exists and has a selector is re-synced at once
     (logged at INFO), so hand edits are corrected instead of lingering until the next pod or
@@ -191,10 +184,8 @@ class EndpointController:
         if batch_period < 0:
             raise ValueError(f"batch_period must be >= 0, got {batch_period!r}")
         self.name = name
-        self.batch_period = float(batch_period)
         self.max_retries = max_retries
         self.metrics = metrics if metrics is not None else SyncMetrics()
-        self.watch_endpoints_updates = watch_endpoints_updates
         self.leader_check = leader_check
         self.shard_check: Callable[[str], bool] | None = None
         """``None``, or a per-key gate asked before each sync, atomically with registering the
@@ -233,110 +224,37 @@ class EndpointController:
         self._service_selector = ServiceSelector(
             self._service_informer, self._services, self.name
         )
-        registrations = [
-            register(self._service_informer, EventHandler(
-                CONTROLLER_NAME, "service", self._on_service_add, self._on_service_update,
-                self._on_service_delete)),
-            register(self._pod_informer, EventHandler(
-                CONTROLLER_NAME, "pod", self._on_pod_add, self._on_pod_update,
-                self._on_pod_delete)),
-            register(self._endpoints_informer, EventHandler(
-                CONTROLLER_NAME, "endpoints", self._on_endpoints_add, self._on_endpoints_update,
-                self._on_endpoints_delete)),
-        ]
+        self._triggers = SyncTriggers(
+            self.queue, self._services, self._service_selector, self._echoes,
+            batch_period=float(batch_period), watch_endpoints_updates=watch_endpoints_updates,
+        )
+        registrations = self._triggers.register(
+            CONTROLLER_NAME, self._service_informer, self._pod_informer, self._endpoints_informer
+        )
         informers = (self._service_informer, self._pod_informer, self._endpoints_informer)
         self._synced = [
             getattr(reg, "has_synced", None) or informer.has_synced
             for reg, informer in zip(registrations, informers, strict=True)
         ]
 
-    # -- event handlers (NewEndpointController's) ------------------------------------------------
+    @property
+    def batch_period(self) -> float:
+        """Seconds pod-triggered syncs wait (the ``batch_period`` argument); settable."""
+        return self._triggers.batch_period
 
-    def _enqueue_service(self, obj: Any) -> None:
-        try:
-            key = deletion_handling_meta_namespace_key_func(obj)
-        except ValueError as err:
-            logger.error("Couldn't get key for object %r: %s", obj, err)
-            return
-        self.queue.add(key)
+    @batch_period.setter
+    def batch_period(self, value: float) -> None:
+        self._triggers.batch_period = value
 
-    def _on_service_add(self, obj: Any, _is_in_initial_list: bool) -> None:
-        self._enqueue_service(obj)
+    @property
+    def watch_endpoints_updates(self) -> bool:
+        """Whether foreign Endpoints adds and updates re-sync their Service (the
+        ``watch_endpoints_updates`` argument); settable."""
+        return self._triggers.watch_endpoints_updates
 
-    def _on_service_update(self, _old: Any, new: Any) -> None:
-        self._enqueue_service(new)
-
-    def _on_service_delete(self, obj: Any) -> None:
-        self._enqueue_service(obj)
-
-    def _enqueue_pod_services(self, pod: Any) -> None:
-        namespace = _meta(pod).get("namespace")
-        namespace = namespace if isinstance(namespace, str) else ""
-        services = self._service_selector.candidates(namespace, pod)
-        for key in pod_service_memberships(services, string_map(_meta(pod).get("labels"))):
-            self.queue.add_after(key, self.batch_period)
-
-    def _on_pod_add(self, obj: Any, _is_in_initial_list: bool) -> None:
-        self._enqueue_pod_services(obj)
-
-    def _on_pod_update(self, old: Any, new: Any) -> None:
-        keys = services_to_update_on_pod_change(
-            lambda ns: self._service_selector.candidates(ns, old, new), old, new
-        )
-        for key in keys:
-            self.queue.add_after(key, self.batch_period)
-
-    def _on_pod_delete(self, obj: Any) -> None:
-        if isinstance(obj, DeletedFinalStateUnknown):
-            if not isinstance(obj.obj, Mapping):
-                logger.error("Couldn't get object from tombstone %r", obj)
-                return
-            obj = obj.obj
-        self._enqueue_pod_services(obj)
-
-    def _on_endpoints_delete(self, obj: Any) -> None:
-        self._enqueue_service(obj)
-
-    def _on_endpoints_add(self, obj: Any, is_in_initial_list: bool) -> None:
-        if not is_in_initial_list:  # the initial list is covered by the startup sweep
-            self._on_foreign_endpoints_change(obj)
-
-    def _on_endpoints_update(self, old: Any, new: Any) -> None:
-        if _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion"):
-            self._on_foreign_endpoints_change(new)
-
-    def _on_foreign_endpoints_change(self, endpoints: Any) -> None:
-        if not self.watch_endpoints_updates:
-            return
-        try:
-            key = deletion_handling_meta_namespace_key_func(endpoints)
-        except ValueError:
-            return
-        rv = _meta(endpoints).get("resourceVersion")
-        rv = rv if isinstance(rv, str) else None
-        verdict = self._echoes.classify(key, rv)
-        if verdict is Echo.OWN:
-            logger.debug("Endpoints %s: watch echo of our own write (resourceVersion %s)", key, rv)
-            return
-        if verdict is Echo.PENDING:
-            logger.debug("Endpoints %s changed (resourceVersion %s) while our write is in "
-                         "flight; deciding when it returns", key, rv)
-            return
-        namespace, name = split_meta_namespace_key(key)
-        try:
-            service = self._services.by_namespace(namespace).get(name)
-        except NotFoundError:
-            return
-        spec = _map(_map(service).get("spec"))
-        if spec.get("type") == "ExternalName" or spec.get("selector") is None:
-            return  # not ours to manage
-        self._on_foreign_write(key, rv)
-
-    def _on_foreign_write(self, key: str, rv: str | None) -> None:
-        logger.info(
-            "Endpoints %s was changed by another writer (resourceVersion %s); syncing it", key, rv
-        )
-        self.queue.add(key)
+    @watch_endpoints_updates.setter
+    def watch_endpoints_updates(self, value: bool) -> None:
+        self._triggers.watch_endpoints_updates = value
 
     # -- run -------------------------------------------------------------------------------------
 
@@ -404,7 +322,7 @@ class EndpointController:
         for endpoints in self._endpoints.list(EVERYTHING):
             if LEADER_ELECTION_ANNOTATION in _map(_meta(endpoints).get("annotations")):
                 continue
-            self._enqueue_service(endpoints)
+            self._triggers.enqueue_service(endpoints)
 
     def _worker(self, stop_event: threading.Event) -> None:
         while self._await_leadership(stop_event) and self.process_next_work_item(stop_event):
@@ -579,7 +497,7 @@ class EndpointController:
         finally:
             if track:
                 for rv in self._echoes.write_finished(key, produced):
-                    self._on_foreign_write(key, rv)
+                    self._triggers.foreign_write(key, rv)
 
     # -- bad input ---------------------------------------------------------------------------------
 
