@@ -62,302 +62,34 @@ sampling profiler of :mod:`benchmarks.bench_informer` and prints where the time 
 from __future__ import annotations
 
 import argparse
-import gc
-import hashlib
-import json
 import os
-import resource
-import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_informer import Sampler, finish, read_json, rss_bytes
 from benchmarks.pods import make_pod
 from benchmarks.real_churn import Churn, measure_endpoint_controllers
-from benchmarks.real_http import Http, parallel
-
-ROOT = Path(__file__).resolve().parent.parent
-BUILD_SCRIPT = ROOT / "tools" / "control-plane" / "build.sh"
-CLIENTGO_DIR = Path(__file__).resolve().parent / "clientgo"
-CACHE_ROOT = Path(os.environ.get("KUBE_INFORMERS_CACHE",
-                                 Path.home() / ".cache" / "kube-informers"))
-POLL = 0.002  # seconds between has_synced() checks (the Go program polls as often)
-CHILD_TIMEOUT = 600.0
-
-
-def _emit(payload: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(payload) + "\n")
-    sys.stdout.flush()
-
-
-# -- seeding ------------------------------------------------------------------------------------
-
-
-def seed_pods(http: Http, count: int, first: int = 0, unique_names: bool = False) -> float:
-    """Create pods ``first`` .. ``count - 1`` (realistic, :func:`make_pod`) and write their
-    status; seconds taken. ``unique_names`` suffixes each name with its index: the generated
-    names repeat now and then beyond about 10,000 pods (a 5-letter hash per app)."""
-    start = time.perf_counter()
-
-    def one(i: int) -> None:
-        pod = make_pod(i)
-        status = pod.pop("status")
-        meta = pod["metadata"]
-        if unique_names:
-            meta["name"] = f"{meta['name']}-{i}"
-        for key in ("uid", "resourceVersion", "creationTimestamp", "generateName"):
-            meta.pop(key, None)
-        namespace = meta["namespace"]
-        http.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
-        http.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{meta['name']}/status",
-                     {"status": status}, "application/merge-patch+json")
-
-    parallel(one, range(first, count))
-    return time.perf_counter() - start
-
-
-def patch_burst(http: Http, names: Sequence[tuple[str, str]], round_: int) -> float:
-    """One merge patch (a fresh label value) of each pod: one MODIFIED event each."""
-    start = time.perf_counter()
-    body = {"metadata": {"labels": {"bench-round": str(round_)}}}
-    parallel(lambda nn: http.request("PATCH", f"/api/v1/namespaces/{nn[0]}/pods/{nn[1]}", body,
-                                     "application/merge-patch+json"), names)
-    return time.perf_counter() - start
-
-
-# -- the Go program -------------------------------------------------------------------------------
-
-
-def build_clientgo(log: Callable[[str], None]) -> Path:
-    """Build ``benchmarks/clientgo`` unless a binary of the same sources is cached."""
-    digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "main.go"):
-        digest.update((CLIENTGO_DIR / name).read_bytes())
-    out_dir = CACHE_ROOT / "clientgo" / digest.hexdigest()[:16]
-    binary = out_dir / "bench-clientgo"
-    if binary.exists():
-        return binary
-    if shutil.which("go") is None:
-        raise RuntimeError("'go' is not on PATH: cannot build benchmarks/clientgo")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, GOTOOLCHAIN="local", CGO_ENABLED="0",
-               GOFLAGS=(os.environ.get("GOFLAGS", "") + " -buildvcs=false").strip())
-    start = time.perf_counter()
-    partial = out_dir / f"bench-clientgo.{os.getpid()}"
-    subprocess.run(["go", "build", "-o", str(partial), "."], cwd=CLIENTGO_DIR, env=env,
-                   check=True)
-    partial.rename(binary)
-    log(f"built {binary} in {time.perf_counter() - start:.0f} s")
-    return binary
-
-
-def _go_version() -> str:
-    done = subprocess.run(["go", "env", "GOVERSION"], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or "go ?"
-
-
-def spawn_go(binary: Path, kubeconfig: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(binary), f"-kubeconfig={kubeconfig}", *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
-
-
-# -- Python children ------------------------------------------------------------------------------
-
-
-def spawn_child(mode: str, kubeconfig: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "benchmarks.bench_real", "--child", mode,
-                             "--kubeconfig", kubeconfig, *args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                            cwd=ROOT)
-
-
-def _client(kubeconfig: str) -> Any:
-    from kubernetes import config
-
-    return config.new_client_from_config(config_file=kubeconfig)
-
-
-def child_ours(kubeconfig: str, pods: int, rv: str, events: int, profile: bool,
-               tuned: bool = True, compact: bool = False) -> int:
-    from informers import MemoryTuning, ResourceEventHandlerFuncs, SharedInformerFactory
-    from informers.list_watch import ListOptions
-
-    state = {"seen": 0, "first": 0.0, "last": 0.0, "watch_start": 0.0, "watch_cpu": 0.0,
-             "last_cpu": 0.0}
-
-    def pin(options: ListOptions) -> None:
-        # lists (not watches, which ask for bookmarks) start at rv, exactly; the first watch's
-        # options are tweaked just before its request: the burst's start
-        if options.allow_watch_bookmarks and not state["watch_start"]:
-            state["watch_start"] = time.perf_counter()
-            state["watch_cpu"] = cpu_seconds()
-        if rv and not options.allow_watch_bookmarks and not options.continue_:
-            options.resource_version = rv
-            options.resource_version_match = "Exact"
-
-    factory = SharedInformerFactory(_client(kubeconfig), tweak_list_options=pin if rv else None,
-                                    memory_tuning=MemoryTuning() if tuned else None,
-                                    compact=compact)
-    informer = factory.core().v1().pods().informer()
-    versions: set[str] = set()  # only the one handler thread writes
-    done = threading.Event()
-
-    def on_update(old: Any, new: Any) -> None:
-        versions.add(new["metadata"]["resourceVersion"])
-        state["seen"] += 1
-        if state["seen"] == 1:
-            state["first"] = time.perf_counter()
-        if state["seen"] == events:
-            state["last"] = time.perf_counter()
-            state["last_cpu"] = cpu_seconds()
-            done.set()
-
-    informer.add_event_handler(ResourceEventHandlerFuncs(on_update=on_update))
-    sampler = Sampler() if profile else None
-    gc.collect()
-    rss0 = rss_bytes()
-    if sampler is not None:
-        sampler.start()
-    start = time.perf_counter()
-    factory.start()
-    while not informer.has_synced():
-        if time.perf_counter() - start > CHILD_TIMEOUT:
-            _emit({"error": "ours: not synced"})
-            os._exit(1)
-        time.sleep(POLL)
-    synced = time.perf_counter() - start
-    if sampler is not None:
-        sys.stderr.write(sampler.report(f"our initial sync of {pods} pods ({synced:.2f} s)"))
-        sampler = Sampler() if events else None
-        if sampler is not None:
-            sampler.start()
-    if events:
-        if not done.wait(CHILD_TIMEOUT):
-            _emit({"error": f"ours: saw {state['seen']} of {events} MODIFIED events"})
-            os._exit(1)
-        if sampler is not None:
-            sys.stderr.write(sampler.report(f"our watch burst of {events} events"))
-        _emit({"events": events, "total": state["last"] - start, "synced": synced,
-               "watch": state["last"] - state["watch_start"],
-               "watch_cpu": state["last_cpu"] - state["watch_cpu"],
-               "first_to_last": state["last"] - state["first"], "distinct": len(versions)})
-    else:
-        gc.collect()
-        rss1 = rss_bytes()
-        lister = factory.core().v1().pods().lister()
-        _emit({"synced": synced, "rss0": rss0, "rss1": rss1,
-               "cached": len(informer.get_indexer().list_keys()),
-               "list_selector": _best_of(lambda: lister.list(SELECTOR))})
-    os._exit(0)  # skip joining daemon threads: not measured
-
-
-SELECTOR = "app.kubernetes.io/name=checkout"
-"""The lister figure's label selector: one app of the 14 in benchmarks.pods (the Go program
-uses the same)."""
-
-
-def cpu_seconds() -> float:
-    """The process's CPU time so far, user and system (every thread)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _best_of(fn: Callable[[], Any], repeat: int = 5) -> float:
-    """Best seconds of ``repeat`` calls of ``fn``."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def child_official(kubeconfig: str, pods: int, rv: str, events: int) -> int:
-    from kubernetes import client
-    from kubernetes.informer import ADDED, MODIFIED, SharedInformer
-
-    api = client.CoreV1Api(_client(kubeconfig))
-
-    state = {"added": 0, "seen": 0, "first": 0.0, "last": 0.0, "watch_start": 0.0}
-
-    def list_pods(**kwargs: Any) -> Any:
-        if kwargs.get("watch") and not state["watch_start"]:
-            state["watch_start"] = time.perf_counter()
-        if rv and not kwargs.get("watch"):
-            kwargs.update(resource_version=rv, resource_version_match="Exact")
-        return api.list_pod_for_all_namespaces(**kwargs)
-
-    informer = SharedInformer(list_pods)
-    synced_event, done = threading.Event(), threading.Event()
-
-    def on_added(obj: Any) -> None:
-        state["added"] += 1
-        if state["added"] == pods:
-            synced_event.set()
-
-    def on_modified(obj: Any) -> None:
-        state["seen"] += 1
-        if state["seen"] == 1:
-            state["first"] = time.perf_counter()
-        if state["seen"] == events:
-            state["last"] = time.perf_counter()
-            done.set()
-
-    informer.add_event_handler(ADDED, on_added)
-    informer.add_event_handler(MODIFIED, on_modified)
-    versions: set[str] = set()
-    informer.add_event_handler(MODIFIED, lambda obj: versions.add(obj.metadata.resource_version))
-    gc.collect()
-    rss0 = rss_bytes()
-    start = time.perf_counter()
-    informer.start()
-    if not synced_event.wait(CHILD_TIMEOUT):
-        _emit({"error": f"official: {state['added']} of {pods} pods after {CHILD_TIMEOUT} s"})
-        os._exit(1)
-    synced = time.perf_counter() - start
-    if events:
-        if not done.wait(CHILD_TIMEOUT):
-            _emit({"error": f"official: saw {state['seen']} of {events} MODIFIED events"})
-            os._exit(1)
-        _emit({"events": events, "total": state["last"] - start, "synced": synced,
-               "watch": state["last"] - state["watch_start"],
-               "first_to_last": state["last"] - state["first"], "distinct": len(versions)})
-    else:
-        gc.collect()
-        _emit({"synced": synced, "rss0": rss0, "rss1": rss_bytes(),
-               "cached": len(informer.cache.list_keys())})
-    os._exit(0)
-
-
-def watch_seconds(result: dict[str, Any]) -> float:
-    """A watch run's time for its burst: from the reflector's watch call (just before its
-    request; ``"watch"``) to the last handler call, and never less than the first-to-last
-    handler call. Timing only from the first to the last call would leave out every event
-    decoded and queued before the first call (client-go decodes ahead of its handler); timing
-    from the informer's start less the list's share would leave out the part of the watch
-    that overlaps the processing of the list (each client's reflector starts its watch as
-    soon as the list returns, while its informer is still handing the list out)."""
-    seconds = float(result["watch"])
-    # A small burst can be applied before the 2 ms poll sees the sync: then the handler's
-    # first-to-last span is all that can be said (a lower bound of the time).
-    return max(seconds, float(result["first_to_last"]), 1e-6)
-
-
-def run_child(process: subprocess.Popen[str]) -> dict[str, Any]:
-    try:
-        return read_json(process, CHILD_TIMEOUT)
-    finally:
-        finish(process)
-
-
-# -- informer figures -----------------------------------------------------------------------------
+from benchmarks.real_http import Http
+from benchmarks.real_runs import (
+    BUILD_SCRIPT,
+    build_clientgo,
+    checked_watch,
+    go_version,
+    patch_burst,
+    raw_watch_seconds,
+    run_child,
+    seed_pods,
+    spawn_child,
+    spawn_go,
+    table,
+    watch_seconds,
+)
+from benchmarks.real_scale import measure_scale, scale_report
 
 
 @dataclass
@@ -473,147 +205,6 @@ def measure_informers(plane: Any, http: Http, binary: Path, pods: int, events: i
             log(f"raw watch (HTTP/1.1, lines counted, nothing decoded): {rate:,.0f}/s")
     return figures
 
-
-def checked_watch(client: str, result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` of a watch child, once its handler is known to have seen as many distinct
-    resourceVersions as events."""
-    if result["distinct"] != result["events"]:
-        raise RuntimeError(f"{client}'s handler saw {result['distinct']} distinct "
-                           f"resourceVersions in {result['events']} updates")
-    return result
-
-
-def raw_watch_seconds(http: Http, rv: str, events: int) -> float:
-    """Seconds a bare watch from ``rv`` takes to read ``events`` lines, not decoded: the floor
-    every client's watch figure stands on."""
-    return http.read_lines_seconds(
-        f"/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion={rv}", events)
-
-
-
-
-# -- scale ----------------------------------------------------------------------------------------
-
-
-SCALE_CLIENTS = ("client-go", "ours", "ours-compact")
-"""The clients of ``--scale``: client-go, ours with the library's defaults (memory tuning off)
-and ours with the compact cache (tuning off too)."""
-
-
-@dataclass
-class ScaleRow:
-    pods: int
-    client: str  # or "raw": one GET of every pod and one watch burst, read, not decoded (floor)
-    synced: float
-    rss: int
-    per_pod: float
-    events_per_second: float
-    list_selector: float
-
-
-def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], events: int,
-                  log: Callable[[str], None]) -> list[ScaleRow]:
-    """For each size (ascending): seed up to it, then per client one sync (time, RSS, bytes
-    per pod, the lister's selector list) and one watch burst of ``min(events, size)``
-    MODIFIED events, timed as in :func:`measure_informers` (:func:`watch_seconds`); and the raw
-    floor: the list and one burst read without decoding."""
-    kubeconfig = plane.kubeconfig_path
-    rows: list[ScaleRow] = []
-    seeded = 0
-    for size in sorted(sizes):
-        seconds = seed_pods(http, size, first=seeded, unique_names=True)
-        log(f"seeded pods {seeded:,}..{size - 1:,} in {seconds:.1f} s")
-        seeded = size
-        burst = min(events, size)
-        names = [(p["metadata"]["namespace"], f"{p['metadata']['name']}-{i}")
-                 for i, p in ((i, make_pod(i)) for i in range(burst))]
-        raw = min(http.read_seconds("/api/v1/pods?resourceVersion=0")[0] for _ in range(2))
-        rv = ""
-        raw_rate = 0.0
-        if burst:
-            # one burst per size, replayed by every client in turn (as in measure_informers)
-            rv = http.resource_version("/api/v1/pods")
-            patch_burst(http, names, size)
-            raw_rate = burst / raw_watch_seconds(http, rv, burst)
-        rows.append(ScaleRow(size, "raw", raw, 0, 0.0, raw_rate, 0.0))
-        log(f"{size:,} pods, raw list (GET at resourceVersion 0, read, not decoded): "
-            f"{raw:.2f} s; raw watch {raw_rate:,.0f} ev/s")
-        for client in SCALE_CLIENTS:
-            extra = ("--compact",) if client == "ours-compact" else ()
-            if client == "client-go":
-                result = run_child(spawn_go(binary, kubeconfig, "-mode=sync"))
-            else:
-                result = run_child(spawn_child("ours", kubeconfig, "--pods", str(size),
-                                               "--memory-tuning=off", *extra))
-            if result["cached"] != size:
-                raise RuntimeError(f"{client} cached {result['cached']} of {size} pods")
-            growth = result["rss1"] - result["rss0"]
-            rate = 0.0
-            if burst:
-                if client == "client-go":
-                    watched = run_child(spawn_go(binary, kubeconfig, "-mode=watch", f"-rv={rv}",
-                                                 f"-events={burst}"))
-                else:
-                    watched = run_child(spawn_child(
-                        "ours", kubeconfig, "--pods", str(size), "--memory-tuning=off",
-                        *extra, "--rv", rv, "--events", str(burst)))
-                rate = burst / watch_seconds(checked_watch(client, watched))
-            row = ScaleRow(size, client, result["synced"], result["rss1"], growth / size, rate,
-                           result.get("list_selector", 0.0))
-            rows.append(row)
-            log(f"{size:,} pods, {client}: synced in {row.synced:.2f} s, RSS "
-                f"{row.rss / 1e6:.0f} MB ({row.per_pod / 1e3:.1f} KB/pod), watch "
-                f"{row.events_per_second:,.0f} ev/s, selector list "
-                f"{row.list_selector * 1e3:.1f} ms")
-    return rows
-
-
-def scale_report(rows: list[ScaleRow]) -> str:
-    header = ["pods", "client", "time to synced", "sync us/pod", "RSS once synced",
-              "bytes/pod", "watch ev/s", "lister list(selector)"]
-    out = [header]
-    for r in rows:
-        if r.client == "raw":
-            out.append([f"{r.pods:,}", "raw (read, no decode)", f"{r.synced:.2f} s",
-                        f"{r.synced / r.pods * 1e6:.0f}", "-", "-",
-                        f"{r.events_per_second:,.0f}", "-"])
-            continue
-        out.append([f"{r.pods:,}", r.client, f"{r.synced:.2f} s",
-                    f"{r.synced / r.pods * 1e6:.0f}", f"{r.rss / 1e6:.0f} MB",
-                    f"{r.per_pod / 1e3:.1f} KB", f"{r.events_per_second:,.0f}",
-                    f"{r.list_selector * 1e3:.1f} ms"])
-    text = table(out)
-    sizes = sorted({r.pods for r in rows})
-    if 10_000 in sizes and sizes[-1] > 10_000:
-        lines = ["", f"growth, {sizes[-1]:,} pods against 10,000 (per pod; target <= 1.2x):"]
-        raw = {r.pods: r.synced for r in rows if r.client == "raw"}
-        lines.append(f"  raw list: time per pod "
-                     f"{(raw[sizes[-1]] / sizes[-1]) / (raw[10_000] / 10_000):.2f}x")
-        for client in SCALE_CLIENTS:
-            at = {r.pods: r for r in rows if r.client == client}
-            small, big = at[10_000], at[sizes[-1]]
-            t = (big.synced / big.pods) / (small.synced / small.pods)
-            beyond = ((big.synced - raw[big.pods]) / big.pods) / (
-                (small.synced - raw[small.pods]) / small.pods)
-            m = big.per_pod / small.per_pod
-            lines.append(f"  {client}: sync time per pod {t:.2f}x ({beyond:.2f}x beyond the raw "
-                         f"list's), memory per pod {m:.2f}x")
-        text += "\n".join(lines)
-    return text
-
-
-# -- the table ------------------------------------------------------------------------------------
-
-
-def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-
-def table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [_row(rows[0], widths), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += [_row(r, widths) for r in rows[1:]]
-    return "\n".join(lines)
 
 
 def report(pods: int, figures: dict[str, ClientFigures], churns: dict[str, Churn]) -> str:
@@ -754,9 +345,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pods = args.pods or (2_000 if args.quick else 10_000)
     if args.child == "ours":
+        from benchmarks.real_children import child_ours
+
         return child_ours(args.kubeconfig, pods, args.rv, args.events or 0, args.profile,
                           args.memory_tuning == "on", args.compact)
     if args.child == "official":
+        from benchmarks.real_children import child_official
+
         return child_official(args.kubeconfig, pods, args.rv, args.events or 0)
 
     from informers.testing.control_plane import ControlPlane, GoMissingError, find_binaries
@@ -781,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir = tempfile.mkdtemp(prefix="kube-informers-bench-real-")
     print(f"bench_real: {pods:,} pods, {events:,} watch events, Kubernetes "
           f"{binaries.kubernetes_version}, etcd {binaries.etcd_version}, Python "
-          f"{sys.version.split()[0]}, {_go_version()}; load average "
+          f"{sys.version.split()[0]}, {go_version()}; load average "
           f"{os.getloadavg()[0]:.2f}; logs in {work_dir}", flush=True)
     if args.scale:
         sizes = [int(size) for size in args.scale.split(",")]
