@@ -355,15 +355,17 @@ class Strategy:
             live.pop("kind")
             live.pop("apiVersion")
             return self._write_update(rt, namespace, name, current, merged, subresource,
-                                      dry_run, old=live), False
+                                      dry_run, old=live, applied=True), False
 
     def _write_update(
         self, rt: ResourceType, namespace: str, name: str, current: Entry, obj: dict[str, Any],
         subresource: str, dry_run: bool, old: dict[str, Any] | None = None,
-        manager: str = "",
+        manager: str = "", applied: bool = False,
     ) -> Entry:
         """Store ``obj`` over ``current``. ``old`` is ``current`` decoded (it may share nested
-        values with ``obj``, as a patched copy does; neither is mutated below the top level)."""
+        values with ``obj``, as a patched copy does; neither is mutated below the top level).
+        ``applied``: ``obj`` is a server-side apply's result, its ``managedFields`` already
+        final."""
         obj = {**obj, "metadata": dict(obj["metadata"])}
         meta = obj["metadata"]
         if meta.get("name", "") != name:
@@ -399,6 +401,15 @@ class Strategy:
             # Everything but the status from ``old``: a copy of its top level and metadata
             # is enough, as nothing below them is mutated.
             new = {**old, "metadata": dict(old_meta)}
+            if applied and "managedFields" in meta:
+                # An apply's entries survive the reset (customresource status_strategy.go
+                # PrepareForUpdate "managedFields must be preserved"); those an update sends
+                # are ignored on a subresource (managedfields/internal/fieldmanager.go
+                # decodeLiveOrNew), the live ones stay and record_update adds its entry.
+                if meta["managedFields"]:
+                    new["metadata"]["managedFields"] = meta["managedFields"]
+                else:
+                    new["metadata"].pop("managedFields", None)
             if obj.get("status") is None:
                 new.pop("status", None)
             else:
