@@ -4,9 +4,10 @@ without sending anything: the part the threaded and the async client share.
 Each verb is a function from its arguments to an :class:`ApiRequest` (method, path, JSON body,
 content type, query); :func:`target` adds the per-request ``timeout`` parameter, cut by a
 reconcile's deadline (:mod:`informers.deadline`); :func:`retry_wait` is client-go
-``rest.Request``'s retry rule; :class:`Kinds` resolves ``apiVersion``/``kind`` to a
-:class:`~informers.resources.Resource`, from the built-in table or a discovery document the
-caller fetched. The threaded :class:`~informers.client.client.Client` and the async
+``rest.Request``'s retry rule; :class:`Kinds` resolves ``apiVersion``/``kind`` and
+``(group, version, plural)`` to a :class:`~informers.resources.Resource`, from the built-in
+table or a discovery document the caller fetched (:func:`discovery_entries` reads one). The
+threaded :class:`~informers.client.client.Client` and the async
 :class:`informers.aio.client.AsyncClient` send what these build on their own transport, so the
 two cannot drift apart.
 
@@ -62,7 +63,8 @@ which is YAML."""
 
 ResourceRef = Resource | str | tuple[str, str, str]
 """A resource: a :class:`~informers.resources.Resource`, a built-in name (``"pods"``,
-``"deployments.apps"``) or ``(group, version, plural)``."""
+``"deployments.apps"``) or ``(group, version, plural)`` (built in, or found through the
+server's discovery: a custom resource)."""
 
 Query = tuple[tuple[str, str], ...]
 
