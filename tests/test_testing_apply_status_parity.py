@@ -131,3 +131,74 @@ def test_apply_to_a_deployment_status_records_an_apply_entry_of_the_subresource(
         ("main", "Apply", None, "FieldsV1", spec_fields),
         ("x", "Apply", "status", "FieldsV1", status_fields),
         ("y", "Update", "status", "FieldsV1", {"f:status": {"f:readyReplicas": {}}})]
+
+
+def test_a_status_write_writes_the_metadata_its_kind_lets_through(any_api_server):
+    # The status strategies under kubernetes/pkg/registry reset the spec (a Deployment's also
+    # the labels, a pod's the owner references) and keep the request's other metadata, which
+    # the status entries then own; a custom resource's keeps none (first test).
+    s = any_api_server
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d"
+    head = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    spec = {"selector": {"matchLabels": {"app": "d"}}, "template": {
+        "metadata": {"labels": {"app": "d"}}, "spec": {"containers": [
+            {"name": "a", "image": "registry.invalid/a:1"}]}}}
+    write(s, "PATCH", path, {**head, "spec": spec}, "main", content_type=APPLY)
+    got = write(s, "PATCH", f"{path}/status", {"metadata": {
+        "annotations": {"a": "1"}, "labels": {"l": "1"}, "finalizers": ["example.com/f"]},
+        "status": {"replicas": 1}}, "y", content_type=MERGE)
+    try:
+        meta = got["metadata"]
+        assert (meta.get("annotations"), meta.get("labels"), meta.get("finalizers")) == (
+            {"a": "1"}, None, ["example.com/f"])
+        assert managed(got)[1:] == [("y", "Update", "status", "FieldsV1", {
+            "f:metadata": {"f:annotations": {".": {}, "f:a": {}},
+                           "f:finalizers": {".": {}, 'v:"example.com/f"': {}}},
+            "f:status": {"f:replicas": {}}})]
+        got = write(s, "PATCH", f"{path}/status", {
+            **head, "metadata": {"name": "d", "annotations": {"b": "2"}},
+            "status": {"replicas": 2}}, "x", content_type=APPLY, force=True)
+        assert got["metadata"]["annotations"] == {"a": "1", "b": "2"}
+        assert managed(got)[1:] == [
+            ("x", "Apply", "status", "FieldsV1", {"f:metadata": {"f:annotations": {"f:b": {}}},
+                                                  "f:status": {"f:replicas": {}}}),
+            ("y", "Update", "status", "FieldsV1", {"f:metadata": {
+                "f:annotations": {".": {}, "f:a": {}},
+                "f:finalizers": {".": {}, 'v:"example.com/f"': {}}}})]
+    finally:
+        write(s, "PATCH", path, {"metadata": {"finalizers": None}}, "y", content_type=MERGE)
+    # a ReplicaSet's status update writes the labels: one without them removes them, from the
+    # object and from every entry
+    rs = f"/apis/apps/v1/namespaces/{s.namespace}/replicasets"
+    write(s, "POST", rs, {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+        "name": "r", "labels": {"keep": "1"}}, "spec": {
+        "replicas": 0, "selector": {"matchLabels": {"app": "d"}},
+        "template": spec["template"]}}, "main")
+    got = write(s, "PATCH", f"{rs}/r/status", {"metadata": {"labels": {"l": "1"}}, "status": {
+        "replicas": 0, "observedGeneration": 1}}, "y", content_type=MERGE)
+    assert got["metadata"]["labels"] == {"keep": "1", "l": "1"}
+    assert managed(got)[1:] == [("y", "Update", "status", "FieldsV1", {
+        "f:metadata": {"f:labels": {"f:l": {}}}, "f:status": {"f:observedGeneration": {}}})]
+    got = write(s, "PUT", f"{rs}/r/status", {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "r", "namespace": s.namespace}, "spec": got["spec"],
+        "status": {"replicas": 0, "observedGeneration": 2}}, "z")
+    assert got["metadata"].get("labels") is None
+    entries = managed(got)
+    assert [e[:3] for e in entries] == [("main", "Update", None), ("z", "Update", "status")]
+    assert "f:metadata" not in entries[0][4]
+    assert entries[1][4] == {"f:status": {"f:observedGeneration": {}}}
+    # a pod's status writes the labels, not the owner references
+    pods = f"/api/v1/namespaces/{s.namespace}/pods"
+    write(s, "POST", pods, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                            "spec": {"containers": [{"name": "c",
+                                                     "image": "registry.invalid/c"}]}}, "maker")
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "o",
+             "uid": "6b7f2b5e-0000-4000-8000-000000000000"}
+    got = write(s, "PATCH", f"{pods}/p/status", {
+        "metadata": {"labels": {"l": "1"}, "ownerReferences": [owner]},
+        "status": {"phase": "Running"}}, "k", content_type=MERGE)
+    assert (got["metadata"]["labels"], got["metadata"].get("ownerReferences")) == (
+        {"l": "1"}, None)
+    assert [e for e in managed(got) if e[0] == "k"] == [("k", "Update", "status", "FieldsV1", {
+        "f:metadata": {"f:labels": {".": {}, "f:l": {}}}, "f:status": {"f:phase": {}}})]

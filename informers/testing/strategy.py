@@ -41,6 +41,7 @@ from informers.testing.kind_rules import (
     prepare_namespace_create,
     prepare_namespace_update,
     spec_finalizers,
+    status_metadata,
     template_generation,
     validate,
 )
@@ -346,7 +347,7 @@ class Strategy:
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,
-                                  subresource=subresource)
+                                  subresource=subresource, status_meta=status_metadata(rt))
             if current is None:
                 return self.create(rt, namespace, merged, dry_run=dry_run), True
             assert live is not None
@@ -401,6 +402,11 @@ class Strategy:
             # Everything but the status from ``old``: a copy of its top level and metadata
             # is enough, as nothing below them is mutated.
             new = {**old, "metadata": dict(old_meta)}
+            for key in status_metadata(rt):  # what the kind's status strategy lets through
+                if key in meta:
+                    new["metadata"][key] = meta[key]
+                else:
+                    new["metadata"].pop(key, None)
             if applied and "managedFields" in meta:
                 # An apply's entries survive the reset (customresource status_strategy.go
                 # PrepareForUpdate "managedFields must be preserved"); those an update sends
@@ -467,7 +473,7 @@ class Strategy:
         if manager and not recorded:  # unchanged fields leave the entries as they were
             record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
                           api_version=rt.api_version, now=self._now(),
-                          has_status=rt.has_status,
+                          has_status=rt.has_status, status_meta=status_metadata(rt),
                           subresource=subresource if subresource in ("status", "scale") else "")
         if self.admission is not None and subresource in ("", "status"):
             self._check_admitted(rt, "UPDATE", namespace, name, subresource, new, old, dry_run)
