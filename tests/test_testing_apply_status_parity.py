@@ -202,3 +202,27 @@ def test_a_status_write_writes_the_metadata_its_kind_lets_through(any_api_server
         {"l": "1"}, None)
     assert [e for e in managed(got) if e[0] == "k"] == [("k", "Update", "status", "FieldsV1", {
         "f:metadata": {"f:labels": {".": {}, "f:l": {}}}, "f:status": {"f:phase": {}}})]
+
+
+def test_a_status_write_cannot_add_finalizers_to_an_object_being_deleted(any_api_server):
+    # apimachinery validation.go ValidateObjectMetaUpdate, run by the status strategies'
+    # ValidateUpdate too (ValidateDeploymentStatusUpdate)
+    s = any_api_server
+    path = f"/apis/apps/v1/namespaces/{s.namespace}/deployments/d"
+    write(s, "PATCH", path, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "finalizers": ["example.com/a"]},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {
+            "metadata": {"labels": {"app": "d"}}, "spec": {"containers": [
+                {"name": "a", "image": "registry.invalid/a:1"}]}}}}, "main", content_type=APPLY)
+    try:
+        assert call(s, "DELETE", path)[0] == 200
+        code, got = call(s, "PATCH", f"{path}/status", json.dumps({"metadata": {
+            "finalizers": ["example.com/a", "example.com/b"]}}), content_type=MERGE,
+            query=[("fieldManager", "y")])
+        assert (code, got["message"]) == (
+            422, 'Deployment.apps "d" is invalid: metadata.finalizers: Forbidden: no new '
+            'finalizers can be added if the object is being deleted, found new finalizers '
+            '[]string{"example.com/b"}')
+    finally:
+        write(s, "PATCH", path, {"metadata": {"finalizers": None}}, "main", content_type=MERGE)

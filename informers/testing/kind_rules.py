@@ -108,6 +108,22 @@ def status_metadata(rt: ResourceType) -> tuple[str, ...]:
     return ("labels", "annotations", "finalizers", "ownerReferences")
 
 
+def check_no_new_finalizers(rt: ResourceType, name: str, new_meta: dict[str, Any],
+                            old_meta: dict[str, Any]) -> None:
+    """An update (of the object or its status) of an object being deleted adds no
+    finalizer (apimachinery ``validation.ValidateObjectMetaUpdate``). Raises the 422."""
+    if not old_meta.get("deletionTimestamp"):
+        return
+    added = [f for f in new_meta.get("finalizers") or []
+             if f not in (old_meta.get("finalizers") or [])]
+    if added:
+        rendered = ", ".join(f'"{f}"' for f in added)
+        raise status.invalid(rt.kind, rt.group, name, [(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being "
+            f"deleted, found new finalizers []string{{{rendered}}}")])
+
+
 # -- names ---------------------------------------------------------------------------------------
 
 

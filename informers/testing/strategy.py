@@ -33,6 +33,7 @@ from informers.testing.graceful_deletion import bump_generation, delete_pod, dry
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
     allocate_cluster_ip,
+    check_no_new_finalizers,
     is_daemon_sets,
     is_namespaces,
     is_pods,
@@ -407,6 +408,7 @@ class Strategy:
                     new["metadata"][key] = meta[key]
                 else:
                     new["metadata"].pop(key, None)
+            check_no_new_finalizers(rt, name, new["metadata"], old_meta)
             if applied and "managedFields" in meta:
                 # An apply's entries survive the reset (customresource status_strategy.go
                 # PrepareForUpdate "managedFields must be preserved"); those an update sends
@@ -458,15 +460,7 @@ class Strategy:
             keep_status = not rt.builtin and not rt.has_status
             if rt.has_generation and _spec_part(new, keep_status) != _spec_part(old, keep_status):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
-            if old_meta.get("deletionTimestamp"):
-                added = [f for f in new_meta.get("finalizers") or []
-                         if f not in (old_meta.get("finalizers") or [])]
-                if added:
-                    rendered = ", ".join(f'"{f}"' for f in added)
-                    raise status.invalid(rt.kind, rt.group, name, [(
-                        "FieldValueForbidden", "metadata.finalizers",
-                        "Forbidden: no new finalizers can be added if the object is being "
-                        f"deleted, found new finalizers []string{{{rendered}}}")])
+            check_no_new_finalizers(rt, name, new_meta, old_meta)
             validate(rt, new, old, seeding=subresource == "*")
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
