@@ -400,8 +400,9 @@ class Strategy:
             self.admission.prepare(rt, obj)
         old_meta = old["metadata"]
         if subresource == "status":
-            # Everything but the status from ``old``: a copy of its top level and metadata
-            # is enough, as nothing below them is mutated.
+            # Everything but the status (and the metadata the kind lets through) from
+            # ``old``: a copy of its top level and metadata is enough, as nothing below them
+            # is mutated.
             new = {**old, "metadata": dict(old_meta)}
             for key in status_metadata(rt):  # what the kind's status strategy lets through
                 if key in meta:
