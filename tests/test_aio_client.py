@@ -20,6 +20,7 @@ from informers.errors import (
     TooManyRequests,
     ignore_not_found,
 )
+from informers.resources import Resource
 from informers.testing import ApiServer
 from tests.test_client import STATUSES, Answers, status
 
@@ -131,6 +132,49 @@ async def test_status_and_scale_subresources(api, anyio_backend):
         scaled = await client.scale("deployments.apps", "d", 3, ns)
         assert scaled["spec"]["replicas"] == 3
         assert (await client.get_scale("deployments.apps", "d", ns))["spec"]["replicas"] == 3
+
+
+async def test_a_custom_resource_tuple_is_resolved_by_discovery(api, anyio_backend):
+    from test_testing_crds import crd_body, install, new_group, uninstall
+
+    ns = ns_of(api, f"aio-client-crd-{anyio_backend}")
+    group = new_group()
+    crd = crd_body(group, subresources={"status": {}})
+    install(api, crd)
+    try:
+        ref = (group, "v1", "widgets")
+        widget = {"apiVersion": f"{group}/v1", "kind": "Widget",
+                  "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 1}}
+        async with AsyncClient(api.api_client(), field_manager=MANAGER) as client:
+            assert await client.resource(ref) == Resource(group, "v1", "widgets", "Widget",
+                                                          True)
+            created = await client.create(widget, resource=ref)
+            assert created["spec"] == {"size": 1, "color": "red"}
+            got = await client.get(ref, "w", ns)
+            assert got["metadata"]["uid"] == created["metadata"]["uid"]
+            listed = await client.list(ref, ns)
+            assert [(i["kind"], i["metadata"]["name"]) for i in listed["items"]] == [
+                ("Widget", "w")]
+            applied = await client.apply({**widget, "status": {"ready": True}}, resource=ref,
+                                         subresource="status")
+            assert applied["status"] == {"ready": True}
+            await client.delete(ref, "w", ns)
+            with pytest.raises(NotFound):
+                await client.get(ref, "w", ns)
+            asked = [r for r in api.requests if r.path == f"/apis/{group}/v1"]
+            assert len(asked) == 1  # the group version's document is kept
+            with pytest.raises(NotFound) as info:
+                await client.get((group, "v1", "gadgets"), "w", ns)
+            assert (info.value.code, info.value.message) == (
+                404, f"the server does not serve 'gadgets' in {group}/v1 (group {group!r}, "
+                "version 'v1', plural 'gadgets')")
+            with pytest.raises(NotFound) as info:
+                await client.list(("nope." + group, "v1", "widgets"), ns)
+            assert info.value.message == (
+                f"the server does not serve 'widgets' in nope.{group}/v1 (group "
+                f"'nope.{group}', version 'v1', plural 'widgets')")
+    finally:
+        uninstall(api, crd["metadata"]["name"])
 
 
 @pytest.mark.parametrize(("code", "reason", "cls"), STATUSES,

@@ -37,6 +37,7 @@ from informers.errors import (
     ignore_already_exists,
     ignore_not_found,
 )
+from informers.resources import Resource
 
 MANAGER = "test-client"
 
@@ -451,3 +452,48 @@ def test_write_query_parameters(answers):
                   "&timeout=7s"),
         ("DELETE", "/api/v1/namespaces/ns/configmaps/x?timeout=7s"),
     ]
+
+
+# -- custom resources by (group, version, plural): discovery ---------------------------------------
+
+
+def test_a_custom_resource_tuple_is_resolved_by_discovery(any_api_server, client):
+    from test_testing_crds import crd_body, install, new_group, uninstall
+
+    s, ns = any_api_server, any_api_server.namespace
+    group = new_group()
+    crd = crd_body(group, subresources={"status": {}})
+    install(s, crd)
+    try:
+        ref = (group, "v1", "widgets")
+        widget = {"apiVersion": f"{group}/v1", "kind": "Widget",
+                  "metadata": {"name": "w", "namespace": ns}, "spec": {"size": 1}}
+        assert client.resource(ref) == Resource(group, "v1", "widgets", "Widget", True)
+        created = client.create(widget, resource=ref)
+        assert created["spec"] == {"size": 1, "color": "red"}
+        assert client.get(ref, "w", ns)["metadata"]["uid"] == created["metadata"]["uid"]
+        listed = client.list(ref, ns)
+        assert [(i["kind"], i["metadata"]["name"]) for i in listed["items"]] == [("Widget", "w")]
+        assert client.patch(ref, "w", {"spec": {"size": 2}}, ns)["spec"]["size"] == 2
+        applied = client.apply({**widget, "status": {"ready": True}}, resource=ref,
+                               subresource="status")
+        assert applied["status"] == {"ready": True}
+        client.delete(ref, "w", ns)
+        with pytest.raises(NotFound):
+            client.get(ref, "w", ns)
+        if s.embedded is not None:  # one discovery request: the group version is kept
+            asked = [r for r in s.embedded.requests if r.path == f"/apis/{group}/v1"]
+            assert len(asked) == 1
+        # a plural the group version does not serve, and a group the server does not serve
+        with pytest.raises(NotFound) as info:
+            client.get((group, "v1", "gadgets"), "w", ns)
+        assert (info.value.code, info.value.message) == (
+            404, f"the server does not serve 'gadgets' in {group}/v1 (group {group!r}, "
+            "version 'v1', plural 'gadgets')")
+        with pytest.raises(NotFound) as info:
+            client.list(("nope." + group, "v1", "widgets"), ns)
+        assert info.value.message == (
+            f"the server does not serve 'widgets' in nope.{group}/v1 (group 'nope.{group}', "
+            "version 'v1', plural 'widgets')")
+    finally:
+        uninstall(s, crd["metadata"]["name"])

@@ -288,8 +288,8 @@ MARKED = [page for page in pages() if examples(page)]
 
 def test_the_marked_pages_are_the_ones_expected() -> None:
     assert sorted(p.name for p in MARKED) == [
-        "async.md", "crd-generation.md", "getting-started.md", "performance.md", "sharding.md",
-        "testing.md", "tutorial.md", "typed-objects.md", "webhooks.md"]
+        "async.md", "crd-generation.md", "getting-started.md", "operator.md", "performance.md",
+        "sharding.md", "testing.md", "tutorial.md", "typed-objects.md", "webhooks.md"]
 
 
 @pytest.mark.slow

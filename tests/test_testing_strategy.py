@@ -349,11 +349,13 @@ def test_status_subresource_separates_status_from_the_rest(server, core):
     kept = core.replace_namespaced_pod("p", "default", current)
     # A main-resource update keeps the stored status (pod strategy PrepareForUpdate).
     assert (kept.metadata.labels, kept.status.phase) == ({"a": "1"}, "Pending")
-    kept.metadata.labels = {"a": "ignored"}
+    # A status update writes the labels too (podStatusStrategy PrepareForUpdate resets the
+    # spec and owner references only; parity-tested in test_testing_apply_status_parity.py).
+    kept.metadata.labels = {"a": "2"}
     kept.status = client.V1PodStatus(phase="Running", pod_ip="10.0.0.1")
     running = core.replace_namespaced_pod_status("p", "default", kept)
     assert (running.metadata.labels, running.status.phase, running.status.pod_ip) == (
-        {"a": "1"}, "Running", "10.0.0.1")
+        {"a": "2"}, "Running", "10.0.0.1")
     patched = core.patch_namespaced_pod_status("p", "default", {
         "status": {"phase": "Succeeded"}, "spec": {"nodeName": "ignored"}})
     assert (patched.status.phase, patched.spec.node_name) == ("Succeeded", None)

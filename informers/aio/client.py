@@ -31,7 +31,7 @@ from informers.client import requests as rq
 from informers.client.client import DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT
 from informers.client.requests import ApiRequest, Kinds, PatchType, ResourceRef
 from informers.deadline import check, remaining
-from informers.errors import ApiConnectionError, StatusError
+from informers.errors import ApiConnectionError, NotFound, StatusError
 from informers.object_type import ObjectT
 from informers.resources import Resource
 
@@ -85,19 +85,38 @@ class AsyncClient:
 
     async def resource(self, ref: ResourceRef | None = None,
                        obj: Mapping[str, Any] | None = None) -> Resource:
-        """As :meth:`informers.client.Client.resource` (discovery asked once per group
-        version)."""
+        """As :meth:`informers.client.Client.resource`: a ``(group, version, plural)``
+        tuple or kind not built in is looked up in its group version's discovery document
+        (kept per group version, asked again only when it lacks what is looked for).
+
+        Raises:
+            NotFound: the server serves no such resource or kind.
+        """
         if ref is not None:
-            return Kinds.ref(ref)
+            found = self._kinds.known(ref)
+            if found is None:
+                assert isinstance(ref, tuple)  # only a tuple may need discovery
+                await self._discover(Kinds.api_version_of(ref))
+                found = self._kinds.known(ref)
+                if found is None:
+                    raise Kinds.not_served(ref)
+            return found
         api_version, kind = Kinds.kind_of(obj)
         found = self._kinds.get(api_version, kind)
         if found is None:
-            doc = await self._do(ApiRequest("GET", Kinds.discovery_path(api_version)))
-            self._kinds.add_discovery(api_version, doc)
+            await self._discover(api_version)
             found = self._kinds.get(api_version, kind)
         if found is None:
             raise Kinds.missing(api_version, kind)
         return found
+
+    async def _discover(self, api_version: str) -> None:
+        """As :meth:`informers.client.Client._discover`."""
+        try:
+            doc = await self._do(ApiRequest("GET", Kinds.discovery_path(api_version)))
+        except NotFound:
+            return
+        self._kinds.add_discovery(api_version, doc)
 
     # -- reads ------------------------------------------------------------------------------
 

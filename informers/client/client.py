@@ -35,7 +35,7 @@ from informers.client.requests import (
 from informers.client.transport import Transport
 from informers.clock import REAL_CLOCK, Clock
 from informers.deadline import check, remaining
-from informers.errors import ApiConnectionError, StatusError
+from informers.errors import ApiConnectionError, NotFound, StatusError
 from informers.object_type import ObjectT
 from informers.resources import Resource
 
@@ -100,24 +100,46 @@ class Client:
 
     def resource(self, ref: ResourceRef | None = None,
                  obj: Mapping[str, Any] | None = None) -> Resource:
-        """The :class:`Resource` of ``ref``, else of ``obj``'s ``apiVersion`` and ``kind``
-        (built-in, else from the server's discovery document, asked once per group version).
+        """The :class:`Resource` of ``ref``, else of ``obj``'s ``apiVersion`` and ``kind``.
+
+        A built-in resource is known statically; any other ``(group, version, plural)``
+        tuple (a custom resource) or kind is looked up in the server's discovery document of
+        its group version (``GET /apis/<group>/<version>``, as the informers' discovery and
+        client-go's RESTMapper read it), kept per group version and asked again only when
+        it lacks what is looked for.
 
         Raises:
             ValueError: neither given, or an object without ``apiVersion``/``kind``.
-            NotFound: the server serves no such kind.
+            KeyError: a name string (``"pods"``, ``"deployments.apps"``) not built in.
+            NotFound: the server serves no such resource or kind (the message names the
+                group, version and plural, or the apiVersion and kind).
         """
         if ref is not None:
-            return Kinds.ref(ref)
+            found = self._kinds.known(ref)
+            if found is None:
+                assert isinstance(ref, tuple)  # only a tuple may need discovery
+                self._discover(Kinds.api_version_of(ref))
+                found = self._kinds.known(ref)
+                if found is None:
+                    raise Kinds.not_served(ref)
+            return found
         api_version, kind = Kinds.kind_of(obj)
         found = self._kinds.get(api_version, kind)
         if found is None:
-            doc = self._do(ApiRequest("GET", Kinds.discovery_path(api_version)))
-            self._kinds.add_discovery(api_version, doc)
+            self._discover(api_version)
             found = self._kinds.get(api_version, kind)
         if found is None:
             raise Kinds.missing(api_version, kind)
         return found
+
+    def _discover(self, api_version: str) -> None:
+        """Read ``api_version``'s discovery document into the cache; a group version the
+        server does not serve (404) adds nothing."""
+        try:
+            doc = self._do(ApiRequest("GET", Kinds.discovery_path(api_version)))
+        except NotFound:
+            return
+        self._kinds.add_discovery(api_version, doc)
 
     # -- reads ------------------------------------------------------------------------------
 

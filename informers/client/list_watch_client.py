@@ -26,6 +26,7 @@ from typing import Any
 
 from informers.client.decoder import decode
 from informers.client.list_decoder import ListDecoder, list_result
+from informers.client.requests import discovery_entries, discovery_path
 from informers.client.transport import Transport, cancelled
 from informers.client.watch_stream import HttpWatchStream
 from informers.errors import ResponseDecodeError
@@ -57,18 +58,13 @@ LIST_READ_SIZE = 1 << 18
 items (:class:`~informers.client.list_decoder.ListDecoder`) while the server sends the next ones."""
 
 
-def discovery_path(group: str, version: str) -> str:
-    """The discovery document of a group version: ``/apis/<group>/<version>``, ``/api/v1``."""
-    return f"/apis/{group}/{version}" if group else f"/api/{version}"
-
-
 def kind_in_discovery(doc: Any, plural: str, what: str, path: str) -> tuple[str, bool]:
     """``plural``'s kind and scope in the discovery document ``doc`` read from ``path``; not
     there: a warning, and a namespaced resource of unknown kind (``("", True)``). The rule of
     the threaded and the async discovery."""
-    for entry in (doc.get("resources") if isinstance(doc, dict) else None) or []:
-        if isinstance(entry, dict) and entry.get("name") == plural:
-            return str(entry.get("kind") or ""), bool(entry.get("namespaced", True))
+    for name, kind, namespaced in discovery_entries(doc):
+        if name == plural:
+            return kind, namespaced
     logger.warning("%s: %s not in %s; assuming a namespaced resource of unknown kind",
                    what, plural, path)
     return "", True

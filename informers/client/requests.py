@@ -4,9 +4,10 @@ without sending anything: the part the threaded and the async client share.
 Each verb is a function from its arguments to an :class:`ApiRequest` (method, path, JSON body,
 content type, query); :func:`target` adds the per-request ``timeout`` parameter, cut by a
 reconcile's deadline (:mod:`informers.deadline`); :func:`retry_wait` is client-go
-``rest.Request``'s retry rule; :class:`Kinds` resolves ``apiVersion``/``kind`` to a
-:class:`~informers.resources.Resource`, from the built-in table or a discovery document the
-caller fetched. The threaded :class:`~informers.client.client.Client` and the async
+``rest.Request``'s retry rule; :class:`Kinds` resolves ``apiVersion``/``kind`` and
+``(group, version, plural)`` to a :class:`~informers.resources.Resource`, from the built-in
+table or a discovery document the caller fetched (:func:`discovery_entries` reads one). The
+threaded :class:`~informers.client.client.Client` and the async
 :class:`informers.aio.client.AsyncClient` send what these build on their own transport, so the
 two cannot drift apart.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode
@@ -35,6 +36,8 @@ __all__ = [
     "apply_request",
     "create_request",
     "delete_request",
+    "discovery_entries",
+    "discovery_path",
     "finish_list",
     "get_request",
     "list_request",
@@ -60,7 +63,8 @@ which is YAML."""
 
 ResourceRef = Resource | str | tuple[str, str, str]
 """A resource: a :class:`~informers.resources.Resource`, a built-in name (``"pods"``,
-``"deployments.apps"``) or ``(group, version, plural)``."""
+``"deployments.apps"``) or ``(group, version, plural)`` (built in, or found through the
+server's discovery: a custom resource)."""
 
 Query = tuple[tuple[str, str], ...]
 
@@ -222,18 +226,59 @@ def retry_wait(method: str, err: StatusError | ApiConnectionError, attempt: int,
     return 1.0
 
 
+def discovery_path(group: str, version: str) -> str:
+    """The discovery document of a group version: ``/apis/<group>/<version>``, ``/api/v1``."""
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
+def discovery_entries(doc: Any) -> Iterator[tuple[str, str, bool]]:
+    """``(name, kind, namespaced)`` of each resource of a group version's discovery document
+    (an ``APIResourceList``; subresources are named ``<plural>/<sub>``; ``namespaced``
+    defaults to true, ``kind`` to ``""``). The one reading of that document: the client's
+    :class:`Kinds` and the informers' discovery
+    (:func:`informers.client.list_watch_client.kind_in_discovery`) both use it."""
+    for entry in (doc.get("resources") if isinstance(doc, Mapping) else None) or []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            yield (entry["name"], str(entry.get("kind") or ""),
+                   bool(entry.get("namespaced", True)))
+
+
 class Kinds:
-    """``(apiVersion, kind)`` -> :class:`Resource`: the built-in table, plus each discovery
-    document :meth:`add_discovery` is given."""
+    """``(apiVersion, kind)`` and ``(apiVersion, plural)`` -> :class:`Resource`: the built-in
+    table, plus each discovery document :meth:`add_discovery` is given (the caller fetches
+    the one of a group version when :meth:`get` or :meth:`known` does not know a resource
+    yet, so each group version is asked once while its resources are found, and again when
+    one is missing: a custom resource may have been installed since)."""
 
     def __init__(self) -> None:
         self._kinds: dict[tuple[str, str], Resource] = {
             (r.api_version, r.kind): r for r in BUILTIN_RESOURCES}
+        self._plurals: dict[tuple[str, str], Resource] = {}
         self._lock = threading.Lock()
 
+    def known(self, ref: ResourceRef) -> Resource | None:
+        """``ref``'s :class:`Resource`: itself, a built-in one, or a ``(group, version,
+        plural)`` tuple's from a discovery document already read; ``None``: a tuple whose
+        group version's discovery document is to be read (:meth:`api_version_of`).
+
+        Raises:
+            KeyError: a name (``"pods"``, ``"deployments.apps"``) that is not built in.
+        """
+        if isinstance(ref, Resource):
+            return ref
+        if not isinstance(ref, tuple):
+            return lookup(ref)
+        try:
+            return lookup(ref)
+        except KeyError:
+            pass
+        group, version, plural = ref
+        return self._plurals.get((f"{group}/{version}" if group else version, plural))
+
     @staticmethod
-    def ref(ref: ResourceRef) -> Resource:
-        return ref if isinstance(ref, Resource) else lookup(ref)
+    def api_version_of(ref: tuple[str, str, str]) -> str:
+        """The ``apiVersion`` of a ``(group, version, plural)`` tuple."""
+        return f"{ref[0]}/{ref[1]}" if ref[0] else ref[1]
 
     @staticmethod
     def kind_of(obj: Mapping[str, Any] | None) -> tuple[str, str]:
@@ -255,19 +300,30 @@ class Kinds:
     @staticmethod
     def discovery_path(api_version: str) -> str:
         group, _, version = api_version.rpartition("/")
-        return f"/apis/{group}/{version}" if group else f"/api/{version}"
+        return discovery_path(group, version)
 
     def add_discovery(self, api_version: str, doc: Mapping[str, Any]) -> None:
-        """Learn every top-level resource of a group version's discovery document."""
+        """Learn every top-level resource of a group version's discovery document (a
+        resource already known keeps its entry)."""
         group, _, version = api_version.rpartition("/")
         with self._lock:
-            for entry in doc.get("resources") or []:
-                name = entry.get("name") if isinstance(entry, dict) else None
-                if isinstance(name, str) and "/" not in name and entry.get("kind"):
-                    self._kinds.setdefault((api_version, str(entry["kind"])), Resource(
-                        group, version, name, str(entry["kind"]),
-                        bool(entry.get("namespaced", True))))
+            for name, kind, namespaced in discovery_entries(doc):
+                if "/" in name:
+                    continue
+                res = self._plurals.setdefault((api_version, name), Resource(
+                    group, version, name, kind, namespaced))
+                if kind:
+                    self._kinds.setdefault((api_version, kind), res)
 
     @staticmethod
     def missing(api_version: str, kind: str) -> StatusError:
+        """The 404 ``NotFound`` of a kind the server does not serve."""
         return StatusError.from_code(404, f"no kind {kind!r} in {api_version}")
+
+    @staticmethod
+    def not_served(ref: tuple[str, str, str]) -> StatusError:
+        """The 404 ``NotFound`` of a ``(group, version, plural)`` the server does not serve."""
+        group, version, plural = ref
+        return StatusError.from_code(
+            404, f"the server does not serve {plural!r} in {Kinds.api_version_of(ref)} "
+            f"(group {group!r}, version {version!r}, plural {plural!r})")

@@ -251,17 +251,29 @@ def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                           e.get("subresource", "")))
 
 
+def _status_part(obj: dict[str, Any], status_meta: tuple[str, ...]) -> dict[str, Any]:
+    """What a write of the status subresource writes of ``obj``: its status and the
+    ``status_meta`` keys of its metadata (the kind's status strategy resets the rest)."""
+    part = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "status")}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k in status_meta}
+    if meta:
+        part["metadata"] = meta
+    return part
+
+
 def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Shape, *,
                  manager: str, force: bool, api_version: str, now: str,
-                 has_status: bool, subresource: str = "") -> dict[str, Any]:
+                 has_status: bool, subresource: str = "",
+                 status_meta: tuple[str, ...] = ()) -> dict[str, Any]:
     """The object after ``manager`` applies ``config`` to ``live`` (``None``: apply-create),
     with its ``metadata.managedFields``. Raises the 409 ``StatusError`` on conflicts.
 
-    With ``subresource="status"`` only ``config['status']`` is applied (the rest of the object
-    stays as it is, as the status strategy resets it) and the manager's entry is the one of
-    that subresource."""
+    With ``subresource="status"`` only ``config['status']`` and the ``status_meta`` keys of
+    its metadata (:func:`informers.testing.kind_rules.status_metadata`) are applied (the rest
+    of the object stays as it is, as the status strategy resets it) and the manager's entry
+    is the one of that subresource."""
     if subresource == "status":
-        config = {k: v for k, v in config.items() if k in ("apiVersion", "kind", "status")}
+        config = _status_part(config, status_meta)
     elif has_status:
         config = {k: v for k, v in config.items() if k != "status"}
     base = copy.deepcopy(live) if live is not None else {}
@@ -315,21 +327,25 @@ def apply_object(live: dict[str, Any] | None, config: dict[str, Any], shape: Sha
 
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], shape: Shape, *,
                   manager: str, api_version: str, now: str, has_status: bool,
-                  subresource: str = "") -> None:
+                  subresource: str = "", status_meta: tuple[str, ...] = ()) -> None:
     """Record a non-apply write in ``new``'s ``managedFields`` as kube-apiserver's field
     manager does for ``operation: Update``: the fields changed from ``old`` (``None``: a
     create) join ``manager``'s Update entry and leave every other manager's; fields gone from
-    the object leave every entry. In place on ``new['metadata']``."""
+    the object leave every entry. A write of the status subresource tracks the status and
+    the ``status_meta`` keys of the metadata. In place on ``new['metadata']``."""
     meta = new.setdefault("metadata", {})
     entries = [dict(e) for e in meta.get("managedFields") or []]
     if subresource == "status":
+        written = {("f:status",)} | {("f:metadata", "f:" + key) for key in status_meta}
+
         def tracked(obj: dict[str, Any] | None) -> set[Path]:
             return {p for p in strip(field_paths(obj or {}, shape, maps=True), False)
-                    if p[:1] == ("f:status",)}
+                    if p[:1] in written or p[:2] in written}
     else:
         def tracked(obj: dict[str, Any] | None) -> set[Path]:
             return strip(field_paths(obj or {}, shape, maps=True), has_status)
     before, after = tracked(old), tracked(new)
+    gone = before - after  # leaves every entry
     changed = {p for p in after if p not in before
                or (_get(old, p, shape) != _get(new, p, shape)
                    and not isinstance(_get(new, p, shape), dict))}
@@ -341,7 +357,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], shape: Shape,
         if entry is mine:
             continue
         paths = parse_fields_v1(entry.get("fieldsV1", {}))
-        kept = paths - changed
+        kept = paths - changed - gone
         if entry.get("subresource", "") == subresource:
             kept &= after
         if kept != paths:

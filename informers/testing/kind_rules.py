@@ -89,6 +89,41 @@ def is_namespaces(rt: ResourceType) -> bool:
     return rt.plural == "namespaces" and not rt.group
 
 
+def status_metadata(rt: ResourceType) -> tuple[str, ...]:
+    """The ``metadata`` keys a write of ``rt``'s ``status`` subresource takes from the
+    request (the rest of the object stays the stored one). Each kind's status strategy
+    ``PrepareForUpdate`` under ``kubernetes/pkg/registry`` resets ``spec`` only, so the
+    labels, annotations, finalizers and owner references of the request are written too;
+    a Deployment's also resets the labels (``deploymentStatusStrategy``), a pod's the owner
+    references (``podStatusStrategy``). A custom resource's status strategy copies the stored
+    object but its status (apiextensions-apiserver ``customresource/status_strategy.go``); a
+    CustomResourceDefinition's ``statusStrategy`` calls ``metav1.ResetObjectMetaForStatus``
+    with the new object twice, which keeps them all."""
+    if not rt.builtin:
+        return ()
+    if is_pods(rt):
+        return ("labels", "annotations", "finalizers")
+    if rt.plural == "deployments" and rt.group == "apps":
+        return ("annotations", "finalizers", "ownerReferences")
+    return ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def check_no_new_finalizers(rt: ResourceType, name: str, new_meta: dict[str, Any],
+                            old_meta: dict[str, Any]) -> None:
+    """An update (of the object or its status) of an object being deleted adds no
+    finalizer (apimachinery ``validation.ValidateObjectMetaUpdate``). Raises the 422."""
+    if not old_meta.get("deletionTimestamp"):
+        return
+    added = [f for f in new_meta.get("finalizers") or []
+             if f not in (old_meta.get("finalizers") or [])]
+    if added:
+        rendered = ", ".join(f'"{f}"' for f in added)
+        raise status.invalid(rt.kind, rt.group, name, [(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being "
+            f"deleted, found new finalizers []string{{{rendered}}}")])
+
+
 # -- names ---------------------------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ from informers.testing.graceful_deletion import bump_generation, delete_pod, dry
 from informers.testing.kind_rules import (
     IMMORTAL_NAMESPACES,
     allocate_cluster_ip,
+    check_no_new_finalizers,
     is_daemon_sets,
     is_namespaces,
     is_pods,
@@ -41,6 +42,7 @@ from informers.testing.kind_rules import (
     prepare_namespace_create,
     prepare_namespace_update,
     spec_finalizers,
+    status_metadata,
     template_generation,
     validate,
 )
@@ -346,7 +348,7 @@ class Strategy:
             merged = apply_object(live, config, MergeSchemas.shared().shape(rt),
                                   manager=manager, force=force, api_version=rt.api_version,
                                   now=self._now(), has_status=rt.has_status,
-                                  subresource=subresource)
+                                  subresource=subresource, status_meta=status_metadata(rt))
             if current is None:
                 return self.create(rt, namespace, merged, dry_run=dry_run), True
             assert live is not None
@@ -355,15 +357,17 @@ class Strategy:
             live.pop("kind")
             live.pop("apiVersion")
             return self._write_update(rt, namespace, name, current, merged, subresource,
-                                      dry_run, old=live), False
+                                      dry_run, old=live, applied=True), False
 
     def _write_update(
         self, rt: ResourceType, namespace: str, name: str, current: Entry, obj: dict[str, Any],
         subresource: str, dry_run: bool, old: dict[str, Any] | None = None,
-        manager: str = "",
+        manager: str = "", applied: bool = False,
     ) -> Entry:
         """Store ``obj`` over ``current``. ``old`` is ``current`` decoded (it may share nested
-        values with ``obj``, as a patched copy does; neither is mutated below the top level)."""
+        values with ``obj``, as a patched copy does; neither is mutated below the top level).
+        ``applied``: ``obj`` is a server-side apply's result, its ``managedFields`` already
+        final."""
         obj = {**obj, "metadata": dict(obj["metadata"])}
         meta = obj["metadata"]
         if meta.get("name", "") != name:
@@ -396,9 +400,25 @@ class Strategy:
             self.admission.prepare(rt, obj)
         old_meta = old["metadata"]
         if subresource == "status":
-            # Everything but the status from ``old``: a copy of its top level and metadata
-            # is enough, as nothing below them is mutated.
+            # Everything but the status (and the metadata the kind lets through) from
+            # ``old``: a copy of its top level and metadata is enough, as nothing below them
+            # is mutated.
             new = {**old, "metadata": dict(old_meta)}
+            for key in status_metadata(rt):  # what the kind's status strategy lets through
+                if key in meta:
+                    new["metadata"][key] = meta[key]
+                else:
+                    new["metadata"].pop(key, None)
+            check_no_new_finalizers(rt, name, new["metadata"], old_meta)
+            if applied and "managedFields" in meta:
+                # An apply's entries survive the reset (customresource status_strategy.go
+                # PrepareForUpdate "managedFields must be preserved"); those an update sends
+                # are ignored on a subresource (managedfields/internal/fieldmanager.go
+                # decodeLiveOrNew), the live ones stay and record_update adds its entry.
+                if meta["managedFields"]:
+                    new["metadata"]["managedFields"] = meta["managedFields"]
+                else:
+                    new["metadata"].pop("managedFields", None)
             if obj.get("status") is None:
                 new.pop("status", None)
             else:
@@ -441,22 +461,14 @@ class Strategy:
             keep_status = not rt.builtin and not rt.has_status
             if rt.has_generation and _spec_part(new, keep_status) != _spec_part(old, keep_status):
                 new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
-            if old_meta.get("deletionTimestamp"):
-                added = [f for f in new_meta.get("finalizers") or []
-                         if f not in (old_meta.get("finalizers") or [])]
-                if added:
-                    rendered = ", ".join(f'"{f}"' for f in added)
-                    raise status.invalid(rt.kind, rt.group, name, [(
-                        "FieldValueForbidden", "metadata.finalizers",
-                        "Forbidden: no new finalizers can be added if the object is being "
-                        f"deleted, found new finalizers []string{{{rendered}}}")])
+            check_no_new_finalizers(rt, name, new_meta, old_meta)
             validate(rt, new, old, seeding=subresource == "*")
         new = {"metadata": new["metadata"], **{k: v for k, v in new.items() if k != "metadata"}}
         new["metadata"]["resourceVersion"] = str(current.rv)
         if manager and not recorded:  # unchanged fields leave the entries as they were
             record_update(old, new, MergeSchemas.shared().shape(rt), manager=manager,
                           api_version=rt.api_version, now=self._now(),
-                          has_status=rt.has_status,
+                          has_status=rt.has_status, status_meta=status_metadata(rt),
                           subresource=subresource if subresource in ("status", "scale") else "")
         if self.admission is not None and subresource in ("", "status"):
             self._check_admitted(rt, "UPDATE", namespace, name, subresource, new, old, dry_run)
