@@ -17,12 +17,7 @@ Contract:
 * **Fresh objects.** Each :meth:`JsonCodec.decode` of an encoded item returns new containers:
   a caller may mutate what it got without affecting the cache or any other reader, so the
   cache cannot be corrupted by a caller (client-go's "do not mutate cached objects" rule is
-  then advice, not a hazard). Objects stored as is (above) are shared as before. The same
-  holds for :meth:`Encoded.decode`, with one saving: an :class:`Encoded` made for a watch
-  event (:func:`item_encoder` with ``hold``) keeps the dict the watch decoded, and its first
-  decode returns that very dict instead of decoding the bytes again. Nothing else refers to
-  it (the cache keeps the bytes, the reflector has let go of it), and it equals the decode of
-  the bytes, so the first reader gets containers no one else holds, like every later one.
+  then advice, not a hazard). Objects stored as is (above) are shared as before.
 * **Cost.** A read decodes: with orjson (the ``fast`` extra) about 6 us for a 4 KB pod, against
   a dict lookup before; ``lister.list`` over N objects decodes N. A write encodes (about 3 us).
 * **Thread safety.** Stateless; safe from any thread.
@@ -163,20 +158,14 @@ class Encoded:
     stores :attr:`data`, and a handler never sees one: each listener decodes it just before
     the call (:func:`decoded`). Reads of a compact cache that feed notifications
     (:meth:`~informers.indexer.Indexer.get_lazy_by_key`, ``list_lazy``) hand these out too.
-    Immutable by convention; equal when the JSON is.
+    Immutable by convention; equal when the JSON is."""
 
-    ``first``, if given, is the decoded object the JSON was made from (which nothing else may
-    keep): the first :meth:`decode` returns it (see the module docstring, "Fresh objects")."""
+    __slots__ = ("data", "key", "rv")
 
-    __slots__ = ("_first", "data", "key", "rv")
-
-    def __init__(self, key: str, data: bytes, rv: str = "", first: Any = None) -> None:
+    def __init__(self, key: str, data: bytes, rv: str = "") -> None:
         self.key = key
         self.data = data
         self.rv = rv  # the object's metadata.resourceVersion, for the cache's own
-        # A list of at most one: list.pop() hands it to exactly one of several decoding
-        # threads (one C call, atomic), and the others decode the bytes.
-        self._first: list[Any] | None = None if first is None else [first]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Encoded) and other.data == self.data
@@ -188,32 +177,18 @@ class Encoded:
         return f"Encoded({self.key!r}, {len(self.data)} bytes)"
 
     def decode(self) -> Any:
-        """A fresh decoded copy of the object: the held ``first`` object the first time, if
-        any; the bytes decoded otherwise."""
-        first = self._first
-        if first:
-            try:
-                return first.pop()
-            except IndexError:  # another thread took it since the test
-                pass
+        """A fresh decoded copy of the object."""
         return _loads(self.data)
 
 
-def item_encoder(key_func: KeyFunc, transform: Callable[[Any], Any] | None, *,
-                 hold: bool = False) -> Callable[[Any], Any]:
+def item_encoder(key_func: KeyFunc, transform: Callable[[Any], Any] | None
+                 ) -> Callable[[Any], Any]:
     """The reflector's object hook of a compact informer (each listed object as it is decoded,
     each ADDED or MODIFIED watch object as it arrives): ``transform`` the freshly
     decoded object (the informer's transform, which then runs here instead of in the queue),
     key it and encode it as an :class:`Encoded`. An object that cannot be keyed or encoded is
     returned as it is (transformed), so the queue reports it as it would any other; the hook
-    itself never raises.
-
-    With ``hold`` (for watch events, whose objects are few at a time: never for a list, whose
-    objects would then all exist decoded at once) the :class:`Encoded` keeps the transformed
-    object for its first decode (the listener's, for the notification), which is then not
-    decoded a second time. Only for a transform that returns plain decoded JSON (``None``, or
-    the default one that deletes ``managedFields``): the first reader gets the object as the
-    transform returned it, every later one the decode of its JSON."""
+    itself never raises."""
     intern = sys.intern
 
     def encode(obj: Any) -> Any:
@@ -232,7 +207,7 @@ def item_encoder(key_func: KeyFunc, transform: Callable[[Any], Any] | None, *,
         meta = obj.get("metadata")
         rv = meta.get("resourceVersion", "") if meta.__class__ is dict else ""
         return Encoded(intern(key) if len(key) < 64 else key, data,
-                       rv if rv.__class__ is str else str(rv), obj if hold else None)
+                       rv if rv.__class__ is str else str(rv))
 
     return encode
 

@@ -139,9 +139,6 @@ class Reflector(ReflectorRules):
             ``dict``, and to each object of a streaming list) and to each ADDED or MODIFIED
             watch object; the store gets what it returns. A compact informer encodes objects
             with it, so that no decoded object waits in its queue. ``None``: none.
-        watch_item_hook: applied instead of ``list_item_hook`` to each ADDED or MODIFIED
-            object of the reflector's own watch (a compact informer's keeps the decoded
-            object for the listener); ``None``: ``list_item_hook``.
 
     Attributes:
         name: for logs and thread names.
@@ -163,12 +160,11 @@ class Reflector(ReflectorRules):
         clock: Clock = REAL_CLOCK,
         memory_tuning: MemoryTuning | None = None,
         list_item_hook: Callable[[Any], Any] | None = None,
-        watch_item_hook: Callable[[Any], Any] | None = None,
     ) -> None:
         super().__init__(list_watch, store, options, name=name, expected_kind=expected_kind,
                          resync_period=resync_period, should_resync=should_resync,
                          clock=clock, memory_tuning=memory_tuning,
-                         list_item_hook=list_item_hook, watch_item_hook=watch_item_hook)
+                         list_item_hook=list_item_hook)
         self._lock = threading.Lock()  # guards the fields below (shared with run()'s thread)
         self._halt = threading.Event()  # set when run() stops the worker
         self._cancel = CancelToken()  # passed with every request; cancelled with _halt

@@ -184,7 +184,7 @@ class WatchConsumer:
         self._add, self._update, self._delete = store.add, store.update, store.delete
         # ADDED and MODIFIED objects go to the store as the hook makes them (a compact
         # informer's: encoded); a temporary store applies the hook itself.
-        self._hook = rules.watch_item_hook if self._own else None
+        self._hook = rules.list_item_hook if self._own else None
         self._propagate = propagate
         self.exit_on_end = exit_on_end
         self.start = start
@@ -290,11 +290,9 @@ class ReflectorRules:
         clock: Clock = REAL_CLOCK,
         memory_tuning: MemoryTuning | None = None,
         list_item_hook: Callable[[Any], Any] | None = None,
-        watch_item_hook: Callable[[Any], Any] | None = None,
     ) -> None:
         resource = getattr(list_watch, "resource", None)
         self.list_item_hook = list_item_hook
-        self.watch_item_hook = watch_item_hook or list_item_hook
         self.list_watch = list_watch
         self.store = store
         self.name = name or (str(resource) if resource is not None else "reflector")

@@ -544,11 +544,6 @@ class SharedIndexInformer(Generic[ObjectT]):
             memory_tuning=self._memory_tuning,
             list_item_hook=(item_encoder(self._key_func, self._transform)
                             if self._compact else None),
-            # a watch object's first decode (the listener's) is the dict the watch decoded
-            watch_item_hook=(item_encoder(self._key_func, self._transform,
-                                          hold=self._transform is None
-                                          or self._transform is strip_managed_fields)
-                             if self._compact else None),
         )
 
     def _fifo_transform(self) -> TransformFunc | None:

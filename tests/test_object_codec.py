@@ -24,7 +24,7 @@ from informers.keys import (
     meta_namespace_index_func,
     meta_namespace_key_func,
 )
-from informers.list_watch import ListResult, ListWatch, WatchEvent
+from informers.list_watch import ListResult, ListWatch
 from informers.listers import Lister
 from informers.object_codec import (
     JSON_CODEC,
@@ -124,46 +124,6 @@ def test_item_encoder_leaves_what_it_cannot_key_or_transform() -> None:
 
     failing = pod("b")
     assert item_encoder(meta_namespace_key_func, boom)(failing) is failing
-
-
-def test_a_held_object_is_the_first_decode_and_only_the_first() -> None:
-    obj = pod("a")
-    obj["metadata"]["managedFields"] = [{"manager": "m"}]
-    held = item_encoder(deletion_handling_meta_namespace_key_func, strip_managed_fields,
-                        hold=True)(obj)
-    assert held.__class__ is Encoded and held.key == "ns/a" and held.rv == "1"
-    first = held.decode()
-    assert first is obj and first == pod("a")
-    second = held.decode()
-    assert second == pod("a") and second is not obj
-    assert held.decode() is not second
-    # without hold (a list's items) nothing is kept: every decode is of the bytes
-    unheld = item_encoder(meta_namespace_key_func, None)(pod("b"))
-    assert unheld.__class__ is Encoded and unheld.decode() == pod("b")
-    assert unheld.decode() is not unheld.decode()
-
-
-def test_a_held_object_goes_to_exactly_one_of_several_decoding_threads() -> None:
-    for _ in range(20):
-        obj = pod("a")
-        held = Encoded("ns/a", json.dumps(obj, separators=(",", ":")).encode(), "1", obj)
-        threads = 8
-        barrier = threading.Barrier(threads)
-        got: list[Any] = []
-
-        def read(held: Encoded, barrier: threading.Barrier, got: list[Any]) -> None:
-            barrier.wait()
-            got.append(held.decode())
-
-        workers = [threading.Thread(target=read, args=(held, barrier, got))
-                   for _ in range(threads)]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join()
-        assert len(got) == threads and all(g == pod("a") for g in got)
-        assert sum(g is obj for g in got) == 1
-        assert len({id(g) for g in got}) == threads
 
 
 def test_compact_handlers_each_get_their_own_copy_of_a_watch_object() -> None:
@@ -423,61 +383,6 @@ def test_a_list_function_that_ignores_the_item_hook_still_fills_a_compact_cache(
         assert informer.get_indexer()._items["ns/p0"].__class__ is bytes  # stored compact
     finally:
         stop.set()
-        thread.join(WAIT)
-    assert not thread.is_alive()
-
-
-def test_a_compact_informer_hands_a_watch_object_to_its_handler_without_a_second_decode(
-) -> None:
-    """The reflector's watch hook holds the object for the listener; its list hook does not
-    (a list's objects never all exist decoded at once)."""
-    listed = [pod("a", "1"), pod("b", "2")]
-    update = pod("a", "3", app="x")
-    update["metadata"]["managedFields"] = [{"manager": "m"}]
-    watched = threading.Event()
-
-    class Stream:
-        def __iter__(self) -> Any:
-            yield WatchEvent("MODIFIED", update)
-            watched.wait(WAIT)
-
-        def close(self) -> None:
-            watched.set()
-
-    def list_func(options: Any) -> ListResult:
-        return ListResult(listed, "2")
-
-    def watch_func(options: Any) -> Any:
-        if options.cancel is not None:
-            options.cancel.on_cancel(watched.set)
-        return Stream()
-
-    informer = SharedIndexInformer(
-        ListWatch(list_func, watch_func, resource=lookup("pods")), compact=True)
-    got: list[tuple[str, Any]] = []
-    cond = threading.Condition()
-
-    def record(kind: str, obj: Any) -> None:
-        with cond:
-            got.append((kind, obj))
-            cond.notify_all()
-
-    informer.add_event_handler(ResourceEventHandlerFuncs(
-        on_add=lambda o: record("add", o), on_update=lambda old, new: record("update", new)))
-    stop = threading.Event()
-    thread = threading.Thread(target=informer.run, args=(stop,))
-    thread.start()
-    try:
-        with cond:
-            assert cond.wait_for(lambda: len(got) >= 3, WAIT), got
-        assert [kind for kind, _ in got] == ["add", "add", "update"]
-        assert got[0][1] == pod("a", "1") and got[0][1] is not listed[0]
-        assert got[1][1] is not listed[1]
-        assert got[2][1] is update  # the dict the watch decoded, transformed
-        assert update == pod("a", "3", app="x")
-    finally:
-        stop.set()
-        watched.set()
         thread.join(WAIT)
     assert not thread.is_alive()
 
