@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ __all__ = [
     "DELETE",
     "SLOW_CALL_TRACE_SECONDS",
     "UPDATE",
+    "YIELD_BACKLOG",
     "Notification",
     "ProcessorListener",
     "determine_resync_period",
@@ -47,6 +49,14 @@ traces when the pending buffer is larger than its initial size, ``initialBufferS
 
 SLOW_CALL_TRACE_SECONDS = 0.1
 """A call this long is traced while the backlog is large (client-go: trace ``LogIfLong(100ms)``)."""
+
+
+YIELD_BACKLOG = 8
+"""Every this many notifications queued and not yet taken, :meth:`ProcessorListener.add`
+yields the GIL once when the notification holds a decoded object (see the class docstring).
+Small, so that an update's old object is freed about when its successor is decoded."""
+
+_yield_gil = time.sleep  # called with 0: lets a runnable thread have the GIL; never waits
 
 
 def determine_resync_period(desired: float, check: float) -> float:
@@ -93,6 +103,16 @@ class ProcessorListener:
       listener's one condition and wakes the thread only if it sleeps. A stalled handler
       grows its own backlog without bound (client-go: "a failing/stalled listener will have
       infinite pendingNotifications added until we OOM") and delays no one else.
+    * **Yields to the listener's thread.** When a queued notification holds a decoded object
+      (a ``dict``, not a compact cache's encoded one) and :data:`YIELD_BACKLOG`, or a multiple
+      of it, are queued, :meth:`add` ends with ``time.sleep(0)``: the producer gives up the
+      GIL (it does not wait for anything), so the thread delivering them can run. Otherwise
+      CPython lets the producer run for its whole switch interval (5 ms,
+      ``sys.getswitchinterval``), hundreds of events ahead of the handler; each queued update
+      keeps its old object alive beside the new one, so the objects allocated outgrow those
+      freed and the cyclic GC runs over and over, promoting the cached objects until it
+      walks the whole cache. Go has no such cost; here it was most of the CPU of a watch
+      burst into a plain cache with the process's GC left as it is.
     * **Strict FIFO per handler**: one thread calls the handler, one call at a time, in
       :meth:`add` order.
     * **A raising handler** is logged (ERROR, with the object key) and keeps receiving the
@@ -157,15 +177,21 @@ class ProcessorListener:
     # -- producer side -------------------------------------------------------------------------
 
     def add(self, notification: Notification) -> None:
-        """Queue a notification; never blocks on the handler. Ignored once removed."""
+        """Queue a notification; never blocks on the handler (it may yield the GIL, see the
+        class docstring). Ignored once removed."""
         with self._cond:
             if self._removed:
                 return
-            self._buf.append(notification)
+            buf = self._buf
+            buf.append(notification)
             if notification[0] == ADD and notification[2]:
                 self._pending_initial += 1
             if self._waiting:
                 self._cond.notify()
+            backlog = len(buf)
+        if (backlog >= YIELD_BACKLOG and not backlog % YIELD_BACKLOG
+                and notification[1].__class__ is dict):
+            _yield_gil(0)
 
     def pending(self) -> int:
         """Notifications queued and not yet taken by the thread (a snapshot)."""

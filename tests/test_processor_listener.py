@@ -365,3 +365,32 @@ def test_unkeyable_object_in_failure_log(kind, caplog) -> None:
         listener.join()
     assert len(caplog.records) == 1
     assert "<unknown key>" in caplog.records[0].getMessage()
+
+
+def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
+        monkeypatch) -> None:
+    """Not started, the listener takes nothing: the backlog is the number added. The
+    producer yields at 8 and 16 queued, only for notifications with a decoded object."""
+    from informers import processor_listener
+    from informers.object_codec import Encoded
+
+    yields: list[tuple[int, float]] = []
+    listener = _listener(Recorder())
+    monkeypatch.setattr(processor_listener, "_yield_gil",
+                        lambda seconds: yields.append((listener.pending(), seconds)))
+    assert processor_listener.YIELD_BACKLOG == 8
+    for i in range(20):
+        listener.add((UPDATE, _pod(f"old{i}"), _pod(f"new{i}")))
+    assert yields == [(8, 0), (16, 0)]
+    yields.clear()
+    encoded = Encoded("ns/p", b'{"metadata":{"name":"p"}}')
+    for _ in range(4):  # to 24 queued: a compact cache's objects keep nothing decoded alive
+        listener.add((UPDATE, encoded, encoded))
+    assert yields == []
+    listener.add((ADD, _pod("a"), False))  # 25
+    for _ in range(7):
+        listener.add((DELETE, _pod("d"), None))  # 32 is a multiple
+    assert yields == [(32, 0)]
+    listener.remove()
+    listener.add((ADD, _pod("late"), False))
+    assert yields == [(32, 0)] and listener.pending() == 0
