@@ -53,7 +53,8 @@ SLOW_CALL_TRACE_SECONDS = 0.1
 
 YIELD_BACKLOG = 8
 """Every this many notifications queued and not yet taken, :meth:`ProcessorListener.add`
-yields the GIL once when the notification holds a decoded object (see the class docstring).
+yields the GIL once when the notification keeps an old decoded object alive (see the class
+docstring).
 Small, so that an update's old object is freed about when its successor is decoded."""
 
 _yield_gil = time.sleep  # called with 0: lets a runnable thread have the GIL; never waits
@@ -103,16 +104,17 @@ class ProcessorListener:
       listener's one condition and wakes the thread only if it sleeps. A stalled handler
       grows its own backlog without bound (client-go: "a failing/stalled listener will have
       infinite pendingNotifications added until we OOM") and delays no one else.
-    * **Yields to the listener's thread.** When a queued notification holds a decoded object
-      (a ``dict``, not a compact cache's encoded one) and :data:`YIELD_BACKLOG`, or a multiple
-      of it, are queued, :meth:`add` ends with ``time.sleep(0)``: the producer gives up the
-      GIL (it does not wait for anything), so the thread delivering them can run. Otherwise
-      CPython lets the producer run for its whole switch interval (5 ms,
-      ``sys.getswitchinterval``), hundreds of events ahead of the handler; each queued update
-      keeps its old object alive beside the new one, so the objects allocated outgrow those
-      freed and the cyclic GC runs over and over, promoting the cached objects until it
-      walks the whole cache. Go has no such cost; here it was most of the CPU of a watch
-      burst into a plain cache with the process's GC left as it is.
+    * **Yields to the listener's thread.** When the notification just queued keeps alive a
+      decoded object the cache no longer holds (an update's old ``dict``, a deleted
+      ``dict``; not an add, a resync or a compact cache's encoded objects) and
+      :data:`YIELD_BACKLOG`, or a multiple of it, are queued, :meth:`add` ends with
+      ``time.sleep(0)``: the producer gives up the GIL (it waits for nothing), so the thread
+      delivering them can run. Otherwise CPython lets the producer run for its whole switch
+      interval (5 ms, ``sys.getswitchinterval``), hundreds of events ahead of the handler;
+      the old objects those updates keep alive beside the new cached ones make the objects
+      allocated outgrow those freed, and the cyclic GC runs over and over, promoting the
+      cached objects until it walks the whole cache. Go has no such cost; here it was most
+      of the CPU of a watch burst into a plain cache with the process's GC left as it is.
     * **Strict FIFO per handler**: one thread calls the handler, one call at a time, in
       :meth:`add` order.
     * **A raising handler** is logged (ERROR, with the object key) and keeps receiving the
@@ -189,9 +191,10 @@ class ProcessorListener:
             if self._waiting:
                 self._cond.notify()
             backlog = len(buf)
-        if (backlog >= YIELD_BACKLOG and not backlog % YIELD_BACKLOG
-                and notification[1].__class__ is dict):
-            _yield_gil(0)
+        if backlog >= YIELD_BACKLOG and not backlog % YIELD_BACKLOG:
+            kind, a, b = notification
+            if kind != ADD and a.__class__ is dict and a is not b:
+                _yield_gil(0)
 
     def pending(self) -> int:
         """Notifications queued and not yet taken by the thread (a snapshot)."""

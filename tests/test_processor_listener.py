@@ -370,7 +370,8 @@ def test_unkeyable_object_in_failure_log(kind, caplog) -> None:
 def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
         monkeypatch) -> None:
     """Not started, the listener takes nothing: the backlog is the number added. The
-    producer yields at 8 and 16 queued, only for notifications with a decoded object."""
+    producer yields at 8 and 16 queued, only for notifications that keep an old decoded
+    object alive (an update's old, a deleted object): not adds, resyncs, encoded objects."""
     from informers import processor_listener
     from informers.object_codec import Encoded
 
@@ -387,10 +388,15 @@ def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
     for _ in range(4):  # to 24 queued: a compact cache's objects keep nothing decoded alive
         listener.add((UPDATE, encoded, encoded))
     assert yields == []
-    listener.add((ADD, _pod("a"), False))  # 25
-    for _ in range(7):
-        listener.add((DELETE, _pod("d"), None))  # 32 is a multiple
-    assert yields == [(32, 0)]
+    for _ in range(8):  # to 32: an add keeps alive what the cache holds anyway
+        listener.add((ADD, _pod("a"), False))
+    same = _pod("s")
+    for _ in range(8):  # to 40: a resync's old is its new
+        listener.add((UPDATE, same, same))
+    assert yields == []
+    for _ in range(8):
+        listener.add((DELETE, _pod("d"), None))  # 48 is a multiple
+    assert yields == [(48, 0)]
     listener.remove()
-    listener.add((ADD, _pod("late"), False))
-    assert yields == [(32, 0)] and listener.pending() == 0
+    listener.add((UPDATE, _pod("late"), _pod("later")))
+    assert yields == [(48, 0)] and listener.pending() == 0
