@@ -7,6 +7,7 @@ informer's fan-out to one allocation.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -115,6 +116,9 @@ class ProcessorListener:
       allocated outgrow those freed, and the cyclic GC runs over and over, promoting the
       cached objects until it walks the whole cache. Go has no such cost; here it was most
       of the CPU of a watch burst into a plain cache with the process's GC left as it is.
+      Not when the GC is disabled or the heap frozen (``gc.freeze()``, as
+      :class:`~informers.memory.MemoryTuning` does after the first sync): collections are
+      then rare or short, and the thread switches would cost more than they save.
     * **Strict FIFO per handler**: one thread calls the handler, one call at a time, in
       :meth:`add` order.
     * **A raising handler** is logged (ERROR, with the object key) and keeps receiving the
@@ -193,7 +197,8 @@ class ProcessorListener:
             backlog = len(buf)
         if backlog >= YIELD_BACKLOG and not backlog % YIELD_BACKLOG:
             kind, a, b = notification
-            if kind != ADD and a.__class__ is dict and a is not b:
+            if (kind != ADD and a.__class__ is dict and a is not b and gc.isenabled()
+                    and not gc.get_freeze_count()):
                 _yield_gil(0)
 
     def pending(self) -> int:

@@ -380,6 +380,9 @@ def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
     monkeypatch.setattr(processor_listener, "_yield_gil",
                         lambda seconds: yields.append((listener.pending(), seconds)))
     assert processor_listener.YIELD_BACKLOG == 8
+    # the collector as a process without memory tuning has it (whatever earlier tests did)
+    monkeypatch.setattr(processor_listener.gc, "get_freeze_count", lambda: 0)
+    monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: True)
     for i in range(20):
         listener.add((UPDATE, _pod(f"old{i}"), _pod(f"new{i}")))
     assert yields == [(8, 0), (16, 0)]
@@ -397,6 +400,18 @@ def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
     for _ in range(8):
         listener.add((DELETE, _pod("d"), None))  # 48 is a multiple
     assert yields == [(48, 0)]
+    monkeypatch.setattr(processor_listener.gc, "get_freeze_count", lambda: 1)
+    for _ in range(8):  # to 56: a frozen heap (MemoryTuning) makes collections short
+        listener.add((UPDATE, _pod("old"), _pod("new")))
+    monkeypatch.setattr(processor_listener.gc, "get_freeze_count", lambda: 0)
+    monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: False)
+    for _ in range(8):  # to 64: no collections at all
+        listener.add((UPDATE, _pod("old"), _pod("new")))
+    assert yields == [(48, 0)]
+    monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: True)
+    for _ in range(8):
+        listener.add((UPDATE, _pod("old"), _pod("new")))
+    assert yields == [(48, 0), (72, 0)]
     listener.remove()
     listener.add((UPDATE, _pod("late"), _pod("later")))
-    assert yields == [(48, 0)] and listener.pending() == 0
+    assert yields == [(48, 0), (72, 0)] and listener.pending() == 0
