@@ -60,6 +60,10 @@ Small, so that an update's old object is freed about when its successor is decod
 
 _yield_gil = time.sleep  # called with 0: lets a runnable thread have the GIL; never waits
 
+_DEFAULT_FULL_THRESHOLD = 10
+"""CPython's third GC threshold (``gc.get_threshold()`` of a fresh interpreter): a full
+collection per 10 generation-1 collections, once enough new objects survived."""
+
 
 def determine_resync_period(desired: float, check: float) -> float:
     """The resync period a listener gets (client-go ``determineResyncPeriod``).
@@ -116,9 +120,10 @@ class ProcessorListener:
       allocated outgrow those freed, and the cyclic GC runs over and over, promoting the
       cached objects until it walks the whole cache. Go has no such cost; here it was most
       of the CPU of a watch burst into a plain cache with the process's GC left as it is.
-      Not when the GC is disabled or the heap frozen (``gc.freeze()``, as
-      :class:`~informers.memory.MemoryTuning` does after the first sync): collections are
-      then rare or short, and the thread switches would cost more than they save.
+      Not when the GC is disabled or its third threshold raised above CPython's default (as
+      :class:`~informers.memory.MemoryTuning` does when it freezes the heap after the first
+      sync): full collections are then rare, and the thread switches would cost more than
+      they save.
     * **Strict FIFO per handler**: one thread calls the handler, one call at a time, in
       :meth:`add` order.
     * **A raising handler** is logged (ERROR, with the object key) and keeps receiving the
@@ -198,7 +203,7 @@ class ProcessorListener:
         if backlog >= YIELD_BACKLOG and not backlog % YIELD_BACKLOG:
             kind, a, b = notification
             if (kind != ADD and a.__class__ is dict and a is not b and gc.isenabled()
-                    and not gc.get_freeze_count()):
+                    and gc.get_threshold()[2] <= _DEFAULT_FULL_THRESHOLD):
                 _yield_gil(0)
 
     def pending(self) -> int:

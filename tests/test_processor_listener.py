@@ -381,7 +381,7 @@ def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
                         lambda seconds: yields.append((listener.pending(), seconds)))
     assert processor_listener.YIELD_BACKLOG == 8
     # the collector as a process without memory tuning has it (whatever earlier tests did)
-    monkeypatch.setattr(processor_listener.gc, "get_freeze_count", lambda: 0)
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 10))
     monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: True)
     for i in range(20):
         listener.add((UPDATE, _pod(f"old{i}"), _pod(f"new{i}")))
@@ -400,10 +400,10 @@ def test_add_yields_the_gil_every_yield_backlog_notifications_holding_a_dict(
     for _ in range(8):
         listener.add((DELETE, _pod("d"), None))  # 48 is a multiple
     assert yields == [(48, 0)]
-    monkeypatch.setattr(processor_listener.gc, "get_freeze_count", lambda: 1)
-    for _ in range(8):  # to 56: a frozen heap (MemoryTuning) makes collections short
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 100))
+    for _ in range(8):  # to 56: full collections made rare (MemoryTuning)
         listener.add((UPDATE, _pod("old"), _pod("new")))
-    monkeypatch.setattr(processor_listener.gc, "get_freeze_count", lambda: 0)
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 10))
     monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: False)
     for _ in range(8):  # to 64: no collections at all
         listener.add((UPDATE, _pod("old"), _pod("new")))
