@@ -27,6 +27,7 @@ __all__ = [
     "SLOW_CALL_TRACE_SECONDS",
     "UPDATE",
     "YIELD_BACKLOG",
+    "YIELD_MAX_BACKLOG",
     "Notification",
     "ProcessorListener",
     "determine_resync_period",
@@ -57,6 +58,11 @@ YIELD_BACKLOG = 8
 yields the GIL once when the notification keeps an old decoded object alive (see the class
 docstring).
 Small, so that an update's old object is freed about when its successor is decoded."""
+
+YIELD_MAX_BACKLOG = 64
+"""No yield once this many notifications wait (queued, or taken and not yet delivered): the
+handler is slow, not starved of the GIL, and yielding would only slow the informer down to
+its pace (see the class docstring)."""
 
 _yield_gil = time.sleep  # called with 0: lets a runnable thread have the GIL; never waits
 
@@ -120,10 +126,11 @@ class ProcessorListener:
       allocated outgrow those freed, and the cyclic GC runs over and over, promoting the
       cached objects until it walks the whole cache. Go has no such cost; here it was most
       of the CPU of a watch burst into a plain cache with the process's GC left as it is.
-      Not when the GC is disabled or its third threshold raised above CPython's default (as
-      :class:`~informers.memory.MemoryTuning` does when it freezes the heap after the first
-      sync): full collections are then rare, and the thread switches would cost more than
-      they save.
+      No yield once :data:`YIELD_MAX_BACKLOG` wait in all (a slow handler keeps its backlog
+      and its share of the GIL, as before), nor when the GC is disabled or its third
+      threshold raised above CPython's default (as :class:`~informers.memory.MemoryTuning`
+      does when it freezes the heap after the first sync): full collections are then rare,
+      and the thread switches would cost more than they save.
     * **Strict FIFO per handler**: one thread calls the handler, one call at a time, in
       :meth:`add` order.
     * **A raising handler** is logged (ERROR, with the object key) and keeps receiving the
@@ -179,6 +186,7 @@ class ProcessorListener:
         self._upstream_has_synced = upstream_has_synced
         self._cond = threading.Condition(threading.Lock())
         self._buf: deque[Notification] = deque()
+        self._batch: deque[Notification] = deque()  # taken by the thread, not yet delivered
         self._waiting = False
         self._stopping = False
         self._removed = False
@@ -199,8 +207,9 @@ class ProcessorListener:
                 self._pending_initial += 1
             if self._waiting:
                 self._cond.notify()
-            backlog = len(buf)
-        if backlog >= YIELD_BACKLOG and not backlog % YIELD_BACKLOG:
+            queued = len(buf)
+        if (queued and not queued % YIELD_BACKLOG
+                and queued + len(self._batch) <= YIELD_MAX_BACKLOG):
             kind, a, b = notification
             if (kind != ADD and a.__class__ is dict and a is not b and gc.isenabled()
                     and gc.get_threshold()[2] <= _DEFAULT_FULL_THRESHOLD):
@@ -286,6 +295,7 @@ class ProcessorListener:
                     return
                 batch = self._buf
                 self._buf = deque()
+                self._batch = batch  # for add()'s view of the whole backlog
             popleft = batch.popleft
             while batch:
                 if self._removed:
