@@ -56,8 +56,8 @@ SLOW_CALL_TRACE_SECONDS = 0.1
 YIELD_BACKLOG = 8
 """Every this many notifications queued and not yet taken, :meth:`ProcessorListener.add`
 yields the GIL once when the notification keeps an old decoded object alive (see the class
-docstring).
-Small, so that an update's old object is freed about when its successor is decoded."""
+docstring). Small, so that an update's old object is freed soon after its successor is
+decoded."""
 
 YIELD_MAX_BACKLOG = 64
 """No yield once this many notifications wait (queued, or taken and not yet delivered): the
