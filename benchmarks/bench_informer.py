@@ -25,7 +25,11 @@ b. Watch throughput: the server's watches are hung, N pods are merge-patched in 
    fast as the client reads them; events/s from the handler's first ``on_update`` to its
    last (every event applied to the indexer and delivered to one handler). Baseline: a raw
    ``urllib3`` watch of the same events from the same version, lines split and decoded with
-   ``orjson``, first to last event. Goal: at least 10,000 events/s.
+   ``orjson``, first to last event. Goal: at least 10,000 events/s. Beside it, the CPU per
+   event: the child's ``getrusage`` user + system seconds (every thread) from just before the
+   watch is resumed to the last handler call, over N; the raw watch's likewise, from its
+   request to its last event. CPU per event moves much less with the machine's other load
+   than the rate does.
 c. Memory: the RSS growth of the synced child (measured after ``gc.collect()``), per cached
    pod, beside the pod's JSON size in the list response. Goal: at most 3x.
 
@@ -40,6 +44,7 @@ import faulthandler
 import gc
 import json
 import os
+import resource
 import selectors
 import subprocess
 import sys
@@ -63,6 +68,12 @@ def rss_bytes() -> int:
     """Resident set size of this process (Linux ``/proc/self/statm``)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def cpu_seconds() -> float:
+    """User plus system CPU seconds of this process so far (every thread)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def api_client(url: str, token: str) -> Any:
@@ -156,7 +167,7 @@ def child_informer(url: str, token: str, pods: int, profile: bool, tuned: bool,
     factory = SharedInformerFactory(client, memory_tuning=MemoryTuning() if tuned else None,
                                     compact=compact)
     informer = factory.core().v1().pods().informer()
-    state = {"target": 0, "seen": 0, "first": 0.0, "last": 0.0}
+    state = {"target": 0, "seen": 0, "first": 0.0, "last": 0.0, "cpu": 0.0}
     done = threading.Event()
     clock = time.perf_counter
 
@@ -167,6 +178,7 @@ def child_informer(url: str, token: str, pods: int, profile: bool, tuned: bool,
             state["first"] = clock()
         if seen == state["target"]:
             state["last"] = clock()
+            state["cpu"] = cpu_seconds()
             done.set()
 
     informer.add_event_handler(ResourceEventHandlerFuncs(on_update=on_update))
@@ -199,6 +211,7 @@ def child_informer(url: str, token: str, pods: int, profile: bool, tuned: bool,
         profiles = Sampler() if profile else None
         if profiles is not None:
             profiles.start()
+        cpu0 = cpu_seconds()  # the watch is hung: nothing of the burst has arrived yet
         _emit({"ready": True})
         if not done.wait(CHILD_TIMEOUT):
             faulthandler.dump_traceback(sys.stderr)
@@ -207,7 +220,7 @@ def child_informer(url: str, token: str, pods: int, profile: bool, tuned: bool,
         seconds = state["last"] - state["first"]
         if profiles is not None:
             sys.stderr.write(profiles.report(f"watch burst of {state['target']} events"))
-        _emit({"events": state["target"], "seconds": seconds})
+        _emit({"events": state["target"], "seconds": seconds, "cpu": state["cpu"] - cpu0})
     sys.stdout.flush()
     os._exit(0)  # skip joining daemon threads and freeing the cache: not measured
 
@@ -310,9 +323,11 @@ def raw_list(server: ServerProcess, repeat: int) -> tuple[float, int]:
     return best, size
 
 
-def raw_watch(server: ServerProcess, from_rv: str, events: int) -> float:
-    """Seconds from the first to the last of ``events`` decoded events of a raw watch."""
+def raw_watch(server: ServerProcess, from_rv: str, events: int) -> tuple[float, float]:
+    """Seconds from the first to the last of ``events`` decoded events of a raw watch, and
+    this process's CPU seconds from the watch request to the last event."""
     http = urllib3.PoolManager()
+    cpu0 = cpu_seconds()
     resp = http.request(
         "GET", f"{server.url}/api/v1/pods?watch=true&resourceVersion={from_rv}",
         headers=_headers(server), preload_content=False)
@@ -335,10 +350,11 @@ def raw_watch(server: ServerProcess, from_rv: str, events: int) -> float:
         if seen >= events:
             break
     last = time.perf_counter()
+    cpu = cpu_seconds() - cpu0
     resp.close()
     if seen < events:
         raise RuntimeError(f"raw watch saw {seen} of {events} events")
-    return last - first
+    return last - first, cpu
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -390,8 +406,9 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
         compact = _measure(server, repeat, events, tuned=False, compact=True)
         if events:
             # from the latest burst, which the server's history still holds
-            raw_watch_seconds = raw_watch(server, compact.burst_from, events)
-            print(f"raw watch + orjson.loads: {events:,} events in {raw_watch_seconds:.3f} s")
+            raw_watch_seconds, raw_watch_cpu = raw_watch(server, compact.burst_from, events)
+            print(f"raw watch + orjson.loads: {events:,} events in {raw_watch_seconds:.3f} s, "
+                  f"{raw_watch_cpu:.3f} s CPU")
 
         official_seconds = 0.0
         if official:
@@ -444,6 +461,11 @@ def run(pods: int, events: int, repeat: int, official: bool, profile: bool) -> l
             rows.append(Row(f"watch, {events:,} MODIFIED{label}", f"{rate:,.0f} ev/s",
                             f"{raw_rate:,.0f} ev/s raw", rate / raw_rate,
                             f"{rate / raw_rate:.2f}x", ">= 10,000 ev/s", rate >= 10_000))
+            per_event = 1e6 * m.watch_cpu / events
+            raw_per_event = 1e6 * raw_watch_cpu / events
+            rows.append(Row(f"watch CPU per event{label}", f"{per_event:.1f} us",
+                            f"{raw_per_event:.1f} us raw", per_event / raw_per_event,
+                            f"{per_event / raw_per_event:.2f}x", "(informative)", True))
         per_pod = min(m.memory)
         rows.append(Row(f"memory per cached pod{label}", f"{per_pod / 1e3:.1f} KB",
                         f"{json_per_pod / 1e3:.1f} KB JSON", per_pod / json_per_pod,
@@ -460,6 +482,7 @@ class Measured:
     memory: list[float]
     watch_seconds: float
     burst_from: str
+    watch_cpu: float = 0.0
 
 
 def _measure(server: ServerProcess, repeat: int, events: int, tuned: bool,
@@ -485,9 +508,12 @@ def _measure(server: ServerProcess, repeat: int, events: int, tuned: bool,
                 send(child, f"go {events}")
                 read_json(child)  # ready
                 server.command("resume")
-                m.watch_seconds = read_json(child)["seconds"]
+                burst_result = read_json(child)
+                m.watch_seconds = burst_result["seconds"]
+                m.watch_cpu = burst_result["cpu"]
                 print(f"informer child {i + 1} ({label}): {events:,} MODIFIED events in "
-                      f"{m.watch_seconds:.3f} s")
+                      f"{m.watch_seconds:.3f} s, {m.watch_cpu:.3f} s CPU "
+                      f"({1e6 * m.watch_cpu / events:.1f} us per event)")
         finally:
             finish(child)
     return m
@@ -524,7 +550,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     events = args.events if args.events is not None else (5_000 if args.quick else pods)
     repeat = args.repeat or (2 if args.quick else 3)
     print(f"bench_informer: {pods:,} pods, {events:,} watch events, python "
-          f"{sys.version.split()[0]}, orjson {orjson.__version__}")
+          f"{sys.version.split()[0]}, orjson {orjson.__version__}, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     rows = run(pods, events, repeat, not args.no_official, args.profile)
     print()
     print(_table(rows))

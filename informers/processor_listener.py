@@ -7,8 +7,10 @@ informer's fan-out to one allocation.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +26,8 @@ __all__ = [
     "DELETE",
     "SLOW_CALL_TRACE_SECONDS",
     "UPDATE",
+    "YIELD_BACKLOG",
+    "YIELD_MAX_BACKLOG",
     "Notification",
     "ProcessorListener",
     "determine_resync_period",
@@ -47,6 +51,24 @@ traces when the pending buffer is larger than its initial size, ``initialBufferS
 
 SLOW_CALL_TRACE_SECONDS = 0.1
 """A call this long is traced while the backlog is large (client-go: trace ``LogIfLong(100ms)``)."""
+
+
+YIELD_BACKLOG = 8
+"""Every this many notifications queued and not yet taken, :meth:`ProcessorListener.add`
+yields the GIL once when the notification keeps an old decoded object alive (see the class
+docstring). Small, so that an update's old object is freed soon after its successor is
+decoded."""
+
+YIELD_MAX_BACKLOG = 64
+"""No yield once this many notifications wait (queued, or taken and not yet delivered): the
+handler is slow, not starved of the GIL, and yielding would only slow the informer down to
+its pace (see the class docstring)."""
+
+_yield_gil = time.sleep  # called with 0: lets a runnable thread have the GIL; never waits
+
+_DEFAULT_FULL_THRESHOLD = 10
+"""CPython's third GC threshold (``gc.get_threshold()`` of a fresh interpreter): a full
+collection per 10 generation-1 collections, once enough new objects survived."""
 
 
 def determine_resync_period(desired: float, check: float) -> float:
@@ -93,6 +115,22 @@ class ProcessorListener:
       listener's one condition and wakes the thread only if it sleeps. A stalled handler
       grows its own backlog without bound (client-go: "a failing/stalled listener will have
       infinite pendingNotifications added until we OOM") and delays no one else.
+    * **Yields to the listener's thread.** When the notification just queued keeps alive a
+      decoded object the cache no longer holds (an update's old ``dict``, a deleted
+      ``dict``; not an add, a resync or a compact cache's encoded objects) and
+      :data:`YIELD_BACKLOG`, or a multiple of it, are queued, :meth:`add` ends with
+      ``time.sleep(0)``: the producer gives up the GIL (it waits for nothing), so the thread
+      delivering them can run. Otherwise CPython lets the producer run for its whole switch
+      interval (5 ms, ``sys.getswitchinterval``), hundreds of events ahead of the handler;
+      the old objects those updates keep alive beside the new cached ones make the objects
+      allocated outgrow those freed, and the cyclic GC runs over and over, promoting the
+      cached objects until it walks the whole cache. Go has no such cost; here it was most
+      of the CPU of a watch burst into a plain cache with the process's GC left as it is.
+      No yield once :data:`YIELD_MAX_BACKLOG` wait in all (a slow handler keeps its backlog
+      and its share of the GIL, as before), nor when the GC is disabled or its third
+      threshold raised above CPython's default (as :class:`~informers.memory.MemoryTuning`
+      does when it freezes the heap after the first sync): full collections are then rare,
+      and the thread switches would cost more than they save.
     * **Strict FIFO per handler**: one thread calls the handler, one call at a time, in
       :meth:`add` order.
     * **A raising handler** is logged (ERROR, with the object key) and keeps receiving the
@@ -148,6 +186,7 @@ class ProcessorListener:
         self._upstream_has_synced = upstream_has_synced
         self._cond = threading.Condition(threading.Lock())
         self._buf: deque[Notification] = deque()
+        self._batch: deque[Notification] = deque()  # taken by the thread, not yet delivered
         self._waiting = False
         self._stopping = False
         self._removed = False
@@ -157,15 +196,24 @@ class ProcessorListener:
     # -- producer side -------------------------------------------------------------------------
 
     def add(self, notification: Notification) -> None:
-        """Queue a notification; never blocks on the handler. Ignored once removed."""
+        """Queue a notification; never blocks on the handler (it may yield the GIL, see the
+        class docstring). Ignored once removed."""
         with self._cond:
             if self._removed:
                 return
-            self._buf.append(notification)
+            buf = self._buf
+            buf.append(notification)
             if notification[0] == ADD and notification[2]:
                 self._pending_initial += 1
             if self._waiting:
                 self._cond.notify()
+            queued = len(buf)
+        if (queued and not queued % YIELD_BACKLOG
+                and queued + len(self._batch) <= YIELD_MAX_BACKLOG):
+            kind, a, b = notification
+            if (kind != ADD and a.__class__ is dict and a is not b and gc.isenabled()
+                    and gc.get_threshold()[2] <= _DEFAULT_FULL_THRESHOLD):
+                _yield_gil(0)
 
     def pending(self) -> int:
         """Notifications queued and not yet taken by the thread (a snapshot)."""
@@ -247,6 +295,7 @@ class ProcessorListener:
                     return
                 batch = self._buf
                 self._buf = deque()
+                self._batch = batch  # for add()'s view of the whole backlog
             popleft = batch.popleft
             while batch:
                 if self._removed:

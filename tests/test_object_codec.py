@@ -126,6 +126,49 @@ def test_item_encoder_leaves_what_it_cannot_key_or_transform() -> None:
     assert item_encoder(meta_namespace_key_func, boom)(failing) is failing
 
 
+def test_compact_handlers_each_get_their_own_copy_of_a_watch_object() -> None:
+    """Two handlers of a compact informer, one of which mutates what it gets: the other's
+    object and the cache's stay as the server sent them."""
+    with ApiServer() as server:
+        server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+        server.create({**pod("a", app="a"), "apiVersion": "v1", "kind": "Pod"}, namespace="ns")
+        api = server.api_client()
+        factory = SharedInformerFactory(api, compact=True)
+        try:
+            informer = factory.core().v1().pods().informer()
+            got: dict[str, list[Any]] = {"mutator": [], "reader": []}
+            cond = threading.Condition()
+
+            def on_update(who: str, old: Any, new: Any) -> None:
+                if who == "mutator":
+                    new["metadata"]["labels"]["app"] = "mutated"
+                    new["spec"].clear()
+                with cond:
+                    got[who].append(new)
+                    cond.notify_all()
+
+            def handler(who: str) -> ResourceEventHandlerFuncs:
+                return ResourceEventHandlerFuncs(
+                    on_update=lambda old, new: on_update(who, old, new))
+
+            for who in got:
+                informer.add_event_handler(handler(who))
+            factory.start()
+            assert wait_for_cache_sync(threading.Event(), informer.has_synced, timeout=WAIT)
+            server.patch("pods", "ns", "a", {"metadata": {"labels": {"app": "b"}}})
+            with cond:
+                assert cond.wait_for(lambda: all(got.values()), WAIT), got
+            mutated, read = got["mutator"][0], got["reader"][0]
+            assert mutated is not read
+            assert read["metadata"]["labels"] == {"app": "b"}
+            assert read["spec"]["containers"][0]["name"] == "c"
+            cached = factory.core().v1().pods().lister().pods("ns").get("a")
+            assert cached == read and cached is not read
+        finally:
+            factory.shutdown()
+            api.close()
+
+
 def test_compact_key_func_keys_encoded_objects_by_their_key() -> None:
     key = compact_key_func(meta_namespace_key_func)
     assert key(Encoded("ns/a", b"{}")) == "ns/a"

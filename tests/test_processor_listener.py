@@ -365,3 +365,102 @@ def test_unkeyable_object_in_failure_log(kind, caplog) -> None:
         listener.join()
     assert len(caplog.records) == 1
     assert "<unknown key>" in caplog.records[0].getMessage()
+
+
+def test_add_yields_the_gil_every_yield_backlog_notifications_holding_an_old_dict(
+        monkeypatch) -> None:
+    """Not started, the listener takes nothing: the backlog is the number added. The
+    producer yields at every 8 queued up to 64, only for notifications that keep an old
+    decoded object alive (an update's old, a deleted object): not adds, resyncs, encoded
+    objects; not with the collector disabled or its full collections made rare."""
+    from informers import processor_listener
+    from informers.object_codec import Encoded
+
+    assert (processor_listener.YIELD_BACKLOG, processor_listener.YIELD_MAX_BACKLOG) == (8, 64)
+    # the collector as a process without memory tuning has it (whatever earlier tests did)
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 10))
+    monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: True)
+    yields: list[int] = []
+
+    def fill(notifications: list[tuple]) -> list[int]:
+        listener = _listener(Recorder())
+        monkeypatch.setattr(processor_listener, "_yield_gil",
+                            lambda seconds: yields.append(listener.pending() + 1000 * seconds))
+        yields.clear()
+        for n in notifications:
+            listener.add(n)
+        listener.remove()
+        listener.add(notifications[-1])  # ignored, no yield
+        assert listener.pending() == 0
+        return list(yields)
+
+    updates = [(UPDATE, _pod(f"old{i}"), _pod(f"new{i}")) for i in range(100)]
+    assert fill(updates) == [8, 16, 24, 32, 40, 48, 56, 64]
+    assert fill([(DELETE, _pod("d"), None)] * 20) == [8, 16]
+    encoded = Encoded("ns/p", b'{"metadata":{"name":"p"}}')
+    assert fill([(UPDATE, encoded, encoded)] * 20) == []  # a compact cache's
+    assert fill([(ADD, _pod("a"), False)] * 20) == []  # the cache keeps the added object
+    same = _pod("s")
+    assert fill([(UPDATE, same, same)] * 20) == []  # a resync's old is its new
+    assert fill([(ADD, _pod("a"), False)] * 7 + updates[:9]) == [8, 16]
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 100))
+    assert fill(updates[:20]) == []  # full collections made rare (MemoryTuning)
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 10))
+    monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: False)
+    assert fill(updates[:20]) == []  # no collections at all
+
+
+class Gated(Recorder):
+    """A Recorder that blocks in the call for each object given a gate, until it opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gates: dict[int, tuple[threading.Event, threading.Event]] = {}
+
+    def gate(self, obj: object) -> tuple[threading.Event, threading.Event]:
+        self.gates[id(obj)] = entered, release = threading.Event(), threading.Event()
+        return entered, release
+
+    def _record(self, event: tuple, obj: object) -> None:
+        gate = self.gates.get(id(obj))
+        if gate is not None:
+            gate[0].set()
+            assert gate[1].wait(WAIT)
+        super()._record(event, obj)
+
+
+def test_no_yield_while_the_handler_is_behind(monkeypatch) -> None:
+    """What the thread took and has not delivered counts in the backlog: with 59 taken
+    behind a stuck call, 8 more queued make 67 waiting, and no yield."""
+    from informers import processor_listener
+
+    monkeypatch.setattr(processor_listener.gc, "get_threshold", lambda: (700, 10, 10))
+    monkeypatch.setattr(processor_listener.gc, "isenabled", lambda: True)
+    yields: list[int] = []
+    rec = Gated()
+    listener = _listener(rec)
+    monkeypatch.setattr(processor_listener, "_yield_gil",
+                        lambda seconds: yields.append(listener.pending()))
+    first = _pod("first")
+    updates = [(UPDATE, _pod(f"old{i}"), _pod(f"new{i}")) for i in range(76)]
+    first_in, first_out = rec.gate(first)
+    u0_in, u0_out = rec.gate(updates[0][2])
+    listener.start()
+    try:
+        listener.add((ADD, first, False))
+        assert first_in.wait(WAIT)  # the thread took [first] and is stuck in it
+        for u in updates[:60]:
+            listener.add(u)
+        assert yields == [8, 16, 24, 32, 40, 48, 56]  # 60 waiting
+        yields.clear()
+        first_out.set()
+        assert u0_in.wait(WAIT)  # took the 60, stuck in the first: 59 behind it
+        for u in updates[60:76]:
+            listener.add(u)
+        assert yields == []  # 8 + 59 and 16 + 59 waiting
+    finally:
+        first_out.set()
+        u0_out.set()
+    assert len(rec.wait_for(77)) == 77
+    listener.stop()
+    listener.join()

@@ -167,7 +167,7 @@ def strip_managed_fields_bytes(
             parts.append(_PLACEHOLDER)
             pos = end
             count += 1
-            at = data.find(_KEY, end)
+            at = data.find(_KEY, end) if count != limit else -1  # no search past the limit
         else:
             at = data.find(_KEY, start)
     if not count or _has_placeholder_escape(data, pos, len(data)):
