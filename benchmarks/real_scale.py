@@ -22,9 +22,10 @@ from benchmarks.real_runs import (
     watch_seconds,
 )
 
-SCALE_CLIENTS = ("client-go", "ours", "ours-compact")
-"""The clients of ``--scale``: client-go, ours with the library's defaults (memory tuning off)
-and ours with the compact cache (tuning off too)."""
+SCALE_CLIENTS = ("client-go", "client-go-json", "ours", "ours-compact")
+"""The clients of ``--scale``: client-go (protobuf, its default for built-in kinds), client-go
+asking for JSON (as the Python clients do, and as the raw floor reads), ours with the library's
+defaults (memory tuning off) and ours with the compact cache (tuning off too)."""
 
 
 @dataclass
@@ -67,8 +68,9 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
             f"{raw:.2f} s; raw watch {raw_rate:,.0f} ev/s")
         for client in SCALE_CLIENTS:
             extra = ("--compact",) if client == "ours-compact" else ()
-            if client == "client-go":
-                result = run_child(spawn_go(binary, kubeconfig, "-mode=sync"))
+            go_args = ("-json",) if client == "client-go-json" else ()
+            if client.startswith("client-go"):
+                result = run_child(spawn_go(binary, kubeconfig, *go_args, "-mode=sync"))
             else:
                 result = run_child(spawn_child("ours", kubeconfig, "--pods", str(size),
                                                "--memory-tuning=off", *extra))
@@ -77,9 +79,9 @@ def measure_scale(plane: Any, http: Http, binary: Path, sizes: Sequence[int], ev
             growth = result["rss1"] - result["rss0"]
             rate = 0.0
             if burst:
-                if client == "client-go":
-                    watched = run_child(spawn_go(binary, kubeconfig, "-mode=watch", f"-rv={rv}",
-                                                 f"-events={burst}"))
+                if client.startswith("client-go"):
+                    watched = run_child(spawn_go(binary, kubeconfig, *go_args, "-mode=watch",
+                                                 f"-rv={rv}", f"-events={burst}"))
                 else:
                     watched = run_child(spawn_child(
                         "ours", kubeconfig, "--pods", str(size), "--memory-tuning=off",

@@ -23,7 +23,10 @@
 //	             process's CPU seconds (user and system) over the same span.
 //
 // Both strip managedFields on the way in (SetTransform), as kube-informers' factory does by
-// default; -keep-managed-fields turns that off. Content type: client-go's default (JSON).
+// default; -keep-managed-fields turns that off. Content type: client-go's default, which for
+// built-in kinds is protobuf (the generated typed clients ask for
+// "application/vnd.kubernetes.protobuf,application/json": gentype.PrefersProtobuf); -json asks
+// for JSON only, as the Python clients do.
 package main
 
 import (
@@ -131,11 +134,18 @@ func main() {
 	events := flag.Int("events", 0, "watch mode: MODIFIED events to wait for")
 	keepManagedFields := flag.Bool("keep-managed-fields", false, "do not strip managedFields")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	jsonOnly := flag.Bool("json", false, "ask for JSON instead of protobuf")
 	flag.Parse()
 
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		fail("kubeconfig: %v", err)
+	}
+	if *jsonOnly {
+		// a content type set on the config keeps the typed clients' protobuf preference
+		// (gentype.PrefersProtobuf, rest.Request.UseProtobufAsDefault) from applying
+		config.ContentType = "application/json"
+		config.AcceptContentTypes = "application/json"
 	}
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
