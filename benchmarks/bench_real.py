@@ -15,10 +15,11 @@ Figures, for three pod informers: client-go's ``SharedInformerFactory`` (Go), ou
 
 a. Initial sync of N pods: start to synced (best of ``--repeat`` for client-go and ours, one
    run of the official one, whose first-list ADDED handler count stands in for the
-   ``has_synced`` it lacks). client-go uses its defaults (protobuf, which its generated typed clients
-   ask for built-in kinds, ``gentype.PrefersProtobuf``; watch-list streaming, on by default
-   since v0.35), and once more asking for JSON (``-json``), as the Python clients do: the
-   like-for-like baseline, reported in a table of its own, ours its defaults (paginated list).
+   ``has_synced`` it lacks). client-go uses its defaults (protobuf, which its generated
+   typed clients ask for built-in kinds, ``gentype.PrefersProtobuf``; watch-list streaming,
+   on by default since v0.35), and once more asking for JSON (``-json``), as the Python
+   clients do: the like-for-like baseline, reported in a table of its own; ours its defaults
+   (paginated list).
 b. Watch events per second: a fresh informer whose first list is pinned to a resourceVersion
    taken just before ``--events`` pods were merge-patched (``resourceVersionMatch=Exact``), so
    its watch replays the MODIFIED events as fast as the client reads them; timed from the
