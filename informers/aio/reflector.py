@@ -35,6 +35,10 @@ __all__ = ["AsyncReflector"]
 logger = logging.getLogger("informers.reflector")
 
 
+YIELD_EVERY = 8
+"""Watch events the reflector's task feeds before it gives the event loop to other tasks (the
+threaded listener's ``YIELD_BACKLOG``)."""
+
 class AsyncReflector(ReflectorRules):
     """Lists and watches one resource into ``store`` from a task, by client-go's rules.
 
@@ -180,6 +184,7 @@ class AsyncReflector(ReflectorRules):
         the watch's error (``None``: a normal end)."""
         feed = consumer.feed
         it = stream.__aiter__()
+        fed = 0
         while True:
             try:
                 event = await it.__anext__()
@@ -193,7 +198,15 @@ class AsyncReflector(ReflectorRules):
                 break
             if feed(event):
                 return consumer.error
-            await anyio.lowlevel.checkpoint_if_cancelled()
+            fed += 1
+            if fed % YIELD_EVERY:
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            else:
+                # let the handlers' tasks run: a burst read from a full socket buffer never
+                # waits, and every update queued for a handler keeps its old object alive
+                # beside the cached new one, which has the cyclic GC walk the cache over and
+                # over (the threaded ProcessorListener yields for the same reason)
+                await anyio.lowlevel.checkpoint()
         return consumer.finish(self._clock.now(), False)
 
     # -- streaming list --------------------------------------------------------------------------
