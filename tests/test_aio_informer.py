@@ -619,3 +619,35 @@ async def test_the_factory_takes_the_threaded_ones_custom_resync_transform_and_c
         assert cached["metadata"]["annotations"] == {"transformed": "once"}
         # another transform sees the objects as sent: managedFields are decoded for it
         assert informer.list_watch.drop_managed_fields is False
+
+
+@pytest.mark.anyio
+async def test_the_reflector_lets_the_handlers_run_during_a_watch_burst(api):
+    """A burst read from a full socket buffer never waits; the reflector still gives the loop to
+    the handlers' tasks every ``YIELD_EVERY`` events, so no handler falls further behind (each
+    queued update keeps its old object alive: the collector's cost)."""
+    from informers.aio.reflector import YIELD_EVERY
+
+    count = 200
+    for i in range(count):
+        api.create(pod(f"p{i:03d}"), "pods", "default")
+    async with AsyncSharedInformerFactory(api.api_client(), options=options()) as factory:
+        informer = factory.informer_for("pods")
+        backlog: list[int] = []
+
+        async def on_update(old: Any, new: Any) -> None:
+            backlog.append(informer._handler_backlog())  # queued + buffered for this handler
+
+        sub = informer.add_event_handler(on_update=on_update)
+        await factory.wait_for_cache_sync(timeout=WAIT)
+        with anyio.fail_after(WAIT):
+            await sub.wait_synced()
+        api.hang_watches()
+        for i in range(count):
+            api.patch("pods", "default", f"p{i:03d}", {"metadata": {"labels": {"burst": "1"}}})
+        api.resume_watches()
+        with anyio.fail_after(WAIT):
+            while len(backlog) < count:
+                await anyio.sleep(0.01)
+    assert len(backlog) == count
+    assert max(backlog) < YIELD_EVERY

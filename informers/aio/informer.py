@@ -287,10 +287,18 @@ class AsyncSharedIndexInformer:
                        list_item_hook: Callable[[Any], Any] | None) -> Any:
         """The reflector writing ``store`` (tests replace it, as for the threaded informer);
         its resync period is the check period, set again by :meth:`run`."""
-        return AsyncReflector(self.list_watch, store, options, name=self.name,
-                              resync_period=self._resync_check_period,
-                              should_resync=self._processor.should_resync, clock=self._clock,
-                              memory_tuning=memory_tuning, list_item_hook=list_item_hook)
+        reflector = AsyncReflector(self.list_watch, store, options, name=self.name,
+                                   resync_period=self._resync_check_period,
+                                   should_resync=self._processor.should_resync,
+                                   clock=self._clock, memory_tuning=memory_tuning,
+                                   list_item_hook=list_item_hook)
+        reflector.handler_backlog = self._handler_backlog
+        return reflector
+
+    def _handler_backlog(self) -> int:
+        """Events queued for the slowest subscription: those still in the queue plus the most
+        one subscription has buffered (the reflector waits while its handlers catch up)."""
+        return len(self._fifo) + max((len(sub) for sub in self._listeners), default=0)
 
     # -- the cache -------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -39,6 +40,14 @@ YIELD_EVERY = 8
 """Watch events the reflector's task feeds before it gives the event loop to other tasks (the
 threaded listener's ``YIELD_BACKLOG``)."""
 
+YIELD_MAX_BACKLOG = 64
+"""A handler this far behind is slow, not starved: the reflector no longer waits for it (the
+threaded listener's ``YIELD_MAX_BACKLOG``)."""
+
+YIELD_TRIES = 16
+"""Most scheduling points the reflector takes in a row for its handlers to catch up: trio runs
+the tasks of a batch in a random order, so one checkpoint does not always let them run."""
+
 class AsyncReflector(ReflectorRules):
     """Lists and watches one resource into ``store`` from a task, by client-go's rules.
 
@@ -49,8 +58,13 @@ class AsyncReflector(ReflectorRules):
     wait goes through ``clock`` (``anyio.sleep`` on the real clock; a FakeClock is waited on in
     a worker thread, so tests step time as for the threaded reflector).
 
-    Contract: one ``run`` at a time; the only writer of ``store`` while it runs.
+    Contract: one ``run`` at a time; the only writer of ``store`` while it runs. Every
+    :data:`YIELD_EVERY` watch events it takes a scheduling point, and more (up to
+    :data:`YIELD_TRIES`) while ``handler_backlog()`` (set by the informer: the events queued
+    for the slowest subscription) is above 0 and below :data:`YIELD_MAX_BACKLOG`.
     """
+
+    handler_backlog: Callable[[], int] | None = None
 
     # the driver's state, set per run (class-level defaults: no constructor of its own)
     _stream: AsyncWatchStream | None = None
@@ -207,6 +221,12 @@ class AsyncReflector(ReflectorRules):
                 # beside the cached new one, which has the cyclic GC walk the cache over and
                 # over (the threaded ProcessorListener yields for the same reason)
                 await anyio.lowlevel.checkpoint()
+                backlog = self.handler_backlog
+                if backlog is not None:
+                    tries = 1
+                    while 0 < backlog() < YIELD_MAX_BACKLOG and tries < YIELD_TRIES:
+                        await anyio.lowlevel.checkpoint()
+                        tries += 1
         return consumer.finish(self._clock.now(), False)
 
     # -- streaming list --------------------------------------------------------------------------
