@@ -35,6 +35,7 @@ from informers.client.connection import is_refused
 from informers.client.decoder import decode
 from informers.client.list_decoder import ListDecoder, list_result
 from informers.client.list_watch_client import (
+    LIST_READ_SIZE,
     discovery_failed,
     discovery_path,
     kind_in_discovery,
@@ -394,7 +395,9 @@ class AsyncListWatch:
                               item_hook=opts.item_hook)
         progress = opts.progress
         try:
-            async for chunk in response.aiter_bytes():
+            # the threaded client's read size: httpcore hands over 64 KiB at most, and each
+            # smaller feed is one more decode run and one more trip through the event loop
+            async for chunk in response.aiter_bytes(LIST_READ_SIZE):
                 decoder.feed(chunk)
                 if progress is not None:
                     progress(decoder.items_decoded)
