@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Generic
+from typing import Any
 
 from informers.client import list_watch_for_resource, list_watch_from_client
 from informers.clock import REAL_CLOCK, Clock
@@ -27,12 +27,19 @@ from informers.delta_fifo import TransformFunc
 from informers.informer_rules import resync_period_for
 from informers.keys import NAMESPACE_INDEX, meta_namespace_index_func
 from informers.list_watch import ListOptions, ListWatch
-from informers.listers import Lister
 from informers.memory import MemoryTuning
 from informers.object_type import ObjectT
 from informers.reflector_options import ReflectorOptions
 from informers.resources import Resource, lookup
 from informers.shared_informer import _DEFAULT_TRANSFORM, SharedIndexInformer
+from informers.typed_informers import (
+    AppsInformers,
+    BatchInformers,
+    CoordinationInformers,
+    CoreInformers,
+    DiscoveryInformers,
+    GenericInformer,
+)
 from informers.wait import wait_for_cache_sync
 
 __all__ = ["GenericInformer", "SharedInformerFactory"]
@@ -47,174 +54,6 @@ waits for it: :meth:`SharedInformerFactory.shutdown` wakes the watcher at once."
 ResourceRef = Resource | str | tuple[str, str, str]
 
 _GVR = tuple[str, str, str]
-
-
-class GenericInformer(Generic[ObjectT]):
-    """The informer and lister of one resource of a factory (client-go ``GenericInformer``;
-    also what the typed accessors such as ``factory.core().v1().pods()`` return).
-
-    Nothing is created until :meth:`informer` or :meth:`lister` is first called; every call
-    returns the factory's one shared informer for the resource. Generic over the objects'
-    static type (:meth:`SharedInformerFactory.for_resource`'s ``object_type``; default
-    ``dict[str, Any]``).
-    """
-
-    __slots__ = ("_factory", "resource")
-
-    def __init__(self, factory: SharedInformerFactory, resource: Resource) -> None:
-        self._factory = factory
-        self.resource = resource
-
-    def informer(self) -> SharedIndexInformer[ObjectT]:
-        """The shared informer (created and registered with the factory on first use)."""
-        informer: SharedIndexInformer[ObjectT] = self._factory.informer_for(self.resource)
-        return informer
-
-    def lister(self) -> Lister[ObjectT]:
-        """A lister over the shared informer's cache (objects are shared: do not mutate)."""
-        return Lister(self.informer().get_indexer(), self.resource)
-
-    def __repr__(self) -> str:
-        return f"<GenericInformer {self.resource.group_resource}>"
-
-
-class _Group:
-    __slots__ = ("_factory",)
-
-    def __init__(self, factory: SharedInformerFactory) -> None:
-        self._factory = factory
-
-    def _get(self, group: str, plural: str) -> GenericInformer:
-        return GenericInformer(self._factory, lookup((group, "v1", plural)))
-
-
-class CoreV1Informers(_Group):
-    """``factory.core().v1()``: the core/v1 kinds."""
-
-    __slots__ = ()
-
-    def pods(self) -> GenericInformer:
-        return self._get("", "pods")
-
-    def services(self) -> GenericInformer:
-        return self._get("", "services")
-
-    def endpoints(self) -> GenericInformer:
-        return self._get("", "endpoints")
-
-    def nodes(self) -> GenericInformer:
-        return self._get("", "nodes")
-
-    def namespaces(self) -> GenericInformer:
-        return self._get("", "namespaces")
-
-    def config_maps(self) -> GenericInformer:
-        return self._get("", "configmaps")
-
-    def secrets(self) -> GenericInformer:
-        return self._get("", "secrets")
-
-    def events(self) -> GenericInformer:
-        return self._get("", "events")
-
-    def service_accounts(self) -> GenericInformer:
-        return self._get("", "serviceaccounts")
-
-    def persistent_volume_claims(self) -> GenericInformer:
-        return self._get("", "persistentvolumeclaims")
-
-    def persistent_volumes(self) -> GenericInformer:
-        return self._get("", "persistentvolumes")
-
-
-class AppsV1Informers(_Group):
-    """``factory.apps().v1()``."""
-
-    __slots__ = ()
-
-    def deployments(self) -> GenericInformer:
-        return self._get("apps", "deployments")
-
-    def replica_sets(self) -> GenericInformer:
-        return self._get("apps", "replicasets")
-
-    def stateful_sets(self) -> GenericInformer:
-        return self._get("apps", "statefulsets")
-
-    def daemon_sets(self) -> GenericInformer:
-        return self._get("apps", "daemonsets")
-
-
-class CoordinationV1Informers(_Group):
-    """``factory.coordination().v1()``."""
-
-    __slots__ = ()
-
-    def leases(self) -> GenericInformer:
-        return self._get("coordination.k8s.io", "leases")
-
-
-class DiscoveryV1Informers(_Group):
-    """``factory.discovery().v1()``."""
-
-    __slots__ = ()
-
-    def endpoint_slices(self) -> GenericInformer:
-        return self._get("discovery.k8s.io", "endpointslices")
-
-
-class BatchV1Informers(_Group):
-    """``factory.batch().v1()``."""
-
-    __slots__ = ()
-
-    def jobs(self) -> GenericInformer:
-        return self._get("batch", "jobs")
-
-
-class CoreInformers(_Group):
-    """``factory.core()``."""
-
-    __slots__ = ()
-
-    def v1(self) -> CoreV1Informers:
-        return CoreV1Informers(self._factory)
-
-
-class AppsInformers(_Group):
-    """``factory.apps()``."""
-
-    __slots__ = ()
-
-    def v1(self) -> AppsV1Informers:
-        return AppsV1Informers(self._factory)
-
-
-class CoordinationInformers(_Group):
-    """``factory.coordination()``."""
-
-    __slots__ = ()
-
-    def v1(self) -> CoordinationV1Informers:
-        return CoordinationV1Informers(self._factory)
-
-
-class DiscoveryInformers(_Group):
-    """``factory.discovery()``."""
-
-    __slots__ = ()
-
-    def v1(self) -> DiscoveryV1Informers:
-        return DiscoveryV1Informers(self._factory)
-
-
-class BatchInformers(_Group):
-    """``factory.batch()``."""
-
-    __slots__ = ()
-
-    def v1(self) -> BatchV1Informers:
-        return BatchV1Informers(self._factory)
 
 
 def _gvr(resource: Resource) -> _GVR:

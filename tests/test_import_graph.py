@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "informers.fifo_prometheus_metrics", "informers.reflector_rules",
         "informers.informer_rules",
     ]),
-    ("informer", ["informers.shared_informer", "informers.factory"]),
+    ("informer", ["informers.shared_informer", "informers.typed_informers", "informers.factory"]),
     ("runtime", ["informers.controller", "informers.events", "informers.leaderelection",
                  "informers.controllerutil", "informers.shard", "informers.aio"]),
     ("process", ["informers.manager", "informers.health_server", "informers.signals",
