@@ -29,7 +29,12 @@ from typing import Any, TypeVar, overload
 
 import anyio
 
-from informers.testing.runner import DEFAULT_EVENTUALLY_TIMEOUT, DEFAULT_SYNC_TIMEOUT
+from informers.testing.runner import (
+    DEFAULT_EVENTUALLY_TIMEOUT,
+    DEFAULT_SYNC_TIMEOUT,
+    failure_text,
+    still_failing,
+)
 
 __all__ = ["DEFAULT_STOP_TIMEOUT", "eventually", "run_async_manager"]
 
@@ -163,14 +168,11 @@ async def eventually(check: Callable[[], Any], *,
             if inspect.isawaitable(value):
                 value = await value
         except (AssertionError, LookupError) as err:
-            last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            last = failure_text(err)
         else:
             if value:
                 return value
             last = f"returned {value!r}"
         if anyio.current_time() - start >= timeout:
-            what = getattr(check, "__qualname__", repr(check))
-            raise AssertionError(
-                f"{message + ': ' if message else ''}{what} still failing after {tries} tries "
-                f"over {timeout:g}s; last: {last}")
+            raise still_failing(check, message, tries, timeout, last)
         await anyio.sleep(interval)

@@ -123,14 +123,24 @@ def eventually(check: Callable[[], T], *, timeout: float = DEFAULT_EVENTUALLY_TI
         try:
             value = check()
         except (AssertionError, LookupError) as err:
-            last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            last = failure_text(err)
         else:
             if value:
                 return value
             last = f"returned {value!r}"
         if time.monotonic() - start >= timeout:
-            what = getattr(check, "__qualname__", repr(check))
-            raise AssertionError(
-                f"{message + ': ' if message else ''}{what} still failing after {tries} tries "
-                f"over {timeout:g}s; last: {last}")
+            raise still_failing(check, message, tries, timeout, last)
         time.sleep(interval)
+
+
+def failure_text(err: BaseException) -> str:
+    """How :func:`eventually` (and the async one) reports a check's last error."""
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def still_failing(check: Callable[..., Any], message: str, tries: int, timeout: float,
+                  last: str) -> AssertionError:
+    """The error :func:`eventually` (and the async one) raises when it gives up."""
+    what = getattr(check, "__qualname__", repr(check))
+    return AssertionError(f"{message + ': ' if message else ''}{what} still failing after "
+                          f"{tries} tries over {timeout:g}s; last: {last}")
